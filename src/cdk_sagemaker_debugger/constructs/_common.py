@@ -1,0 +1,155 @@
+"""Helpers shared by the constructs: error locations, region-aware rule images, cdk-nag acknowledgements."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+import aws_cdk as cdk
+from constructs import Construct, IConstruct
+
+from ..model.errors import ConfigurationError
+from ..model.images import (
+    BUILTIN_RULE_ACCOUNTS,
+    BUILTIN_RULE_REPOSITORY,
+    CUSTOM_RULE_ACCOUNTS,
+    CUSTOM_RULE_REPOSITORY,
+    IMAGE_TAG,
+    builtin_rule_image,
+    custom_rule_image,
+)
+
+T = TypeVar("T")
+
+_MAPPING_ID = "CdkSageMakerDebuggerRuleImageAccounts"
+_REGION_RULE_ID = "CdkSageMakerDebuggerRuleImageRegions"
+
+
+def located(scope: IConstruct, action: Callable[[], T]) -> T:
+    """Run ``action`` and re-raise model errors located at the construct path of ``scope``."""
+    try:
+        return action()
+    except ConfigurationError as error:
+        raise error.at(scope.node.path) from None
+
+
+def concrete_region(scope: IConstruct) -> str | None:
+    """The stack's region, or None in an environment-agnostic stack."""
+    region = cdk.Stack.of(scope).region
+    return None if cdk.Token.is_unresolved(region) else region
+
+
+def _accounts_mapping(stack: cdk.Stack) -> cdk.CfnMapping:
+    existing = stack.node.try_find_child(_MAPPING_ID)
+    if existing is not None:
+        return existing  # type: ignore[return-value]
+    regions = sorted(set(BUILTIN_RULE_ACCOUNTS) | set(CUSTOM_RULE_ACCOUNTS))
+    mapping = cdk.CfnMapping(
+        stack,
+        _MAPPING_ID,
+        mapping={
+            region: {
+                key: table[region]
+                for key, table in (("builtin", BUILTIN_RULE_ACCOUNTS), ("custom", CUSTOM_RULE_ACCOUNTS))
+                if region in table
+            }
+            for region in regions
+        },
+    )
+    return mapping
+
+
+def _require_region_rule(stack: cdk.Stack, kind: str, regions: Iterable[str]) -> None:
+    """Template Rule that fails the deployment early, with the supported list, in a region without the image."""
+    rule_id = f"{_REGION_RULE_ID}{kind.capitalize()}"
+    if stack.node.try_find_child(rule_id) is not None:
+        return
+    regions = sorted(regions)
+    cdk.CfnRule(
+        stack,
+        rule_id,
+        assertions=[
+            cdk.CfnRuleAssertion(
+                assert_=cdk.Fn.condition_contains(regions, cdk.Aws.REGION),
+                assert_description=(
+                    f"SageMaker Debugger publishes no {kind} rule evaluator image in this region. "
+                    f"Supported: {', '.join(regions)}."
+                ),
+            )
+        ],
+    )
+
+
+def rule_image(scope: IConstruct, *, custom: bool) -> str:
+    """The rule evaluator image for the stack's region: a literal URI, or Fn::FindInMap on AWS::Region when agnostic."""
+    region = concrete_region(scope)
+    if region is not None:
+        return located(scope, lambda: custom_rule_image(region) if custom else builtin_rule_image(region))
+    stack = cdk.Stack.of(scope)
+    kind, table, repository = (
+        ("custom", CUSTOM_RULE_ACCOUNTS, CUSTOM_RULE_REPOSITORY)
+        if custom
+        else ("builtin", BUILTIN_RULE_ACCOUNTS, BUILTIN_RULE_REPOSITORY)
+    )
+    _require_region_rule(stack, kind, table)
+    account = _accounts_mapping(stack).find_in_map(cdk.Aws.REGION, kind)
+    return cdk.Fn.join("", [account, ".dkr.ecr.", cdk.Aws.REGION, ".", cdk.Aws.URL_SUFFIX, f"/{repository}:{IMAGE_TAG}"])
+
+
+def rule_image_repository_arn(scope: IConstruct, *, custom: bool) -> str:
+    """ARN of the rule image repository, for the execution role's pull permission."""
+    stack = cdk.Stack.of(scope)
+    region = concrete_region(scope)
+    table, repository, kind = (
+        (CUSTOM_RULE_ACCOUNTS, CUSTOM_RULE_REPOSITORY, "custom")
+        if custom
+        else (BUILTIN_RULE_ACCOUNTS, BUILTIN_RULE_REPOSITORY, "builtin")
+    )
+    if region is not None:
+        rule_image(scope, custom=custom)  # raises the located UnsupportedRegionError when absent
+        account = table[region]
+    else:
+        account = _accounts_mapping(stack).find_in_map(cdk.Aws.REGION, kind)
+    return stack.format_arn(service="ecr", account=account, resource="repository", resource_name=repository)
+
+
+def acknowledge(scope: Construct, findings: dict[str, str]) -> None:
+    """Acknowledge cdk-nag / validation findings on ``scope`` and its children, each with its specific reason."""
+    validations = cdk.Validations.of(scope)
+    for finding_id, reason in findings.items():
+        validations.acknowledge(cdk.Acknowledgment(id=finding_id, reason=reason))
+
+
+def nag_reference(scope: IConstruct, value: str) -> str:
+    """How cdk-nag spells a (possibly tokenized) resource string in a finding id: ``arn:<AWS::Partition>:...<X.Arn>``."""
+    return _flatten(cdk.Stack.of(scope).resolve(value))
+
+
+def _flatten(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and len(value) == 1:
+        ((key, arg),) = value.items()
+        if key == "Ref":
+            return f"<{arg}>"
+        if key == "Fn::GetAtt":
+            return f"<{arg[0]}.{arg[1]}>"
+        if key == "Fn::Join":
+            separator, parts = arg
+            return separator.join(_flatten(part) for part in parts)
+    return str(value)
+
+
+def acknowledge_wildcards(scope: Construct, findings: dict[str, str]) -> None:
+    """Acknowledge each AwsSolutions-IAM5 finding on its own, with its own reason.
+
+    Keys are ``"Action::<action pattern>"`` or ``"Resource::<resource>"``; a resource may hold CDK tokens (it is spelled
+    the way cdk-nag spells it).
+    """
+    resolved = {}
+    for key, reason in findings.items():
+        kind, _, target = key.partition("::")
+        if kind == "Resource":
+            target = nag_reference(scope, target)
+        resolved[f"AwsSolutions::AwsSolutions-IAM5[{kind}::{target}]"] = reason
+    acknowledge(scope, resolved)

@@ -1,0 +1,118 @@
+"""ProfilerRuleSet: the profiler rules of a training job, rendered with the rule images of the stack's region."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from ..model.errors import ConfigurationError, ConfigurationTypeError
+from ..model.profiler_rules import CustomProfilerRule, ProfilerRule
+from ._common import located, rule_image, rule_image_repository_arn
+
+__all__ = ["ProfilerRuleSet", "MAX_PROFILER_RULES"]
+
+#: The API's limit on ProfilerRuleConfigurations per training job.
+MAX_PROFILER_RULES = 20
+_RULE_NAME_PATTERN = re.compile(r".*", re.DOTALL)
+
+
+class ProfilerRuleSet(Construct):
+    """The profiler rules attached to a ``ProfiledTrainingJob``.
+
+    Holds built-in and custom rules, enforces the API's limits (at most 20 rules, unique RuleConfigurationName) when a
+    rule is added, and renders ProfilerRuleConfigurations with the rule evaluator image of the stack's region (a
+    region-to-account CfnMapping in an environment-agnostic stack). A custom rule's local ``source`` file becomes an S3
+    asset that the training job's execution role may read.
+    """
+
+    def __init__(self, scope: Construct, id: str, *, rules: Sequence[ProfilerRule] | None = None) -> None:
+        super().__init__(scope, id)
+        self._rules: list[ProfilerRule] = []
+        self._assets: dict[str, s3_assets.Asset] = {}
+        for rule in rules or ():
+            self.add_rule(rule)
+
+    @property
+    def rules(self) -> tuple[ProfilerRule, ...]:
+        return tuple(self._rules)
+
+    @property
+    def source_assets(self) -> tuple[s3_assets.Asset, ...]:
+        """S3 assets made from the custom rules' local source files."""
+        return tuple(self._assets.values())
+
+    def add_rule(self, rule: ProfilerRule) -> ProfilerRuleSet:
+        """Add a rule. Raises at once on a duplicate name, the 21st rule or a region without the rule's image."""
+        path = self.node.path
+        if not isinstance(rule, ProfilerRule):
+            hint = " Debugger (tensor) rules go to ProfiledTrainingJob(debugger_rules=[...])." if hasattr(
+                rule, "collections"
+            ) else ""
+            raise ConfigurationTypeError(
+                f"expected a profiler rule from cdk_sagemaker_debugger.rules, got {type(rule).__name__}.{hint}",
+                where=path,
+                field="rules",
+                value=rule,
+            )
+        if len(self._rules) >= MAX_PROFILER_RULES:
+            raise ConfigurationError(
+                f"cannot add rule {rule.name!r}: a training job takes at most {MAX_PROFILER_RULES} profiler rules. "
+                "ProfilerReport alone runs every built-in rule; use it instead of listing them one by one.",
+                where=path,
+                field="rules",
+                value=rule.name,
+            )
+        if not cdk.Token.is_unresolved(rule.name) and any(existing.name == rule.name for existing in self._rules):
+            raise ConfigurationError(
+                f"RuleConfigurationName {rule.name!r} is already used in this rule set; names must be unique. "
+                f"Pass name='{rule.name}2' (or another unique name) to the second rule.",
+                where=path,
+                field="rules",
+                value=rule.name,
+            )
+        located(self, lambda: rule_image(self, custom=rule.is_custom and getattr(rule, "image_uri", None) is None))
+        self._rules.append(rule)
+        if isinstance(rule, CustomProfilerRule) and rule.has_local_source:
+            self._assets[rule.name] = s3_assets.Asset(self, f"Source{len(self._assets)}", path=rule.source)
+        return self
+
+    def add_rules(self, rules: Iterable[ProfilerRule]) -> ProfilerRuleSet:
+        for rule in rules:
+            self.add_rule(rule)
+        return self
+
+    def render(self) -> list[dict[str, Any]]:
+        """The ProfilerRuleConfigurations list of the CreateTrainingJob request."""
+        configurations = []
+        for rule in self._rules:
+            asset = self._assets.get(rule.name)
+            source_uri = asset.s3_object_url if asset is not None else None
+            custom_image = rule.is_custom and getattr(rule, "image_uri", None) is None
+            image = getattr(rule, "image_uri", None) or rule_image(self, custom=custom_image)
+            configurations.append(
+                located(self, lambda r=rule, i=image, s=source_uri: r.to_rule_configuration(image_uri=i, source_s3_uri=s))
+            )
+        return configurations
+
+    def grant_read_sources(self, grantee: iam.IGrantable) -> None:
+        """Let the execution role read the custom rules' source assets."""
+        for asset in self._assets.values():
+            iam.Grant.add_to_principal(
+                grantee=grantee,
+                actions=["s3:GetObject"],
+                resource_arns=[asset.bucket.arn_for_objects(asset.s3_object_key)],
+            )
+
+    def image_repository_arns(self) -> list[str]:
+        """ECR repositories of the rule evaluator images this set uses (the execution role pulls them)."""
+        arns: list[str] = []
+        for custom in (False, True):
+            if any((r.is_custom and getattr(r, "image_uri", None) is None) == custom for r in self._rules):
+                arns.append(rule_image_repository_arn(self, custom=custom))
+        return arns

@@ -1,0 +1,682 @@
+"""ProfiledTrainingJob: a validated CreateTrainingJob request with profiler rules, launched by Step Functions (.sync)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import aws_cdk as cdk
+import jsii
+from aws_cdk import aws_cloudwatch as cloudwatch
+from aws_cdk import aws_ec2 as ec2
+from aws_cdk import aws_ecr as ecr
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_kms as kms
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_stepfunctions as sfn
+from aws_cdk import custom_resources as cr
+from constructs import Construct, IValidation
+
+from ..model.api_model import validate_request
+from ..model.errors import ConfigurationError, ConfigurationTypeError
+from ..model.frameworks import FrameworkInfo, parse_training_image
+from ..model.profiler_config import ProfilerConfig, framework_profiling_deprecation
+from ..model.training_request import (
+    TRAINING_INPUT_MODES,
+    assemble_request,
+    check_instance,
+    check_job_name_prefix,
+    check_stopping,
+    example_job_name,
+    normalize_string_map,
+)
+from ._common import acknowledge, acknowledge_wildcards, located
+from .rule_set import ProfilerRuleSet
+
+__all__ = ["ProfiledTrainingJob", "InputChannel"]
+
+_ECR_IMAGE = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/(?P<repo>[^:@]+)")
+_S3_URI = re.compile(r"^s3://(?P<bucket>[^/]+)/?(?P<key>.*)$")
+_TRAINING_NAMESPACE = "/aws/sagemaker/TrainingJobs"
+_WARNING_PREFIX = "cdk-sagemaker-debugger"
+
+
+@dataclass(frozen=True)
+class InputChannel:
+    """One training input channel, read from S3. Build it with ``from_bucket`` or ``from_s3_uri``."""
+
+    name: str
+    s3_uri: str
+    bucket: s3.IBucket | None = None
+    key_prefix: str = ""
+    content_type: str | None = None
+    compression: str | None = None
+    input_mode: str | None = None
+    distribution: str = "FullyReplicated"
+    s3_data_type: str = "S3Prefix"
+
+    @classmethod
+    def from_bucket(cls, name: str, bucket: s3.IBucket, key_prefix: str = "", **options: Any) -> InputChannel:
+        """A channel reading ``s3://<bucket>/<key_prefix>``; the execution role gets read access to that prefix."""
+        return cls(name=name, s3_uri=bucket.s3_url_for_object(key_prefix) if key_prefix else f"s3://{bucket.bucket_name}/",
+                   bucket=bucket, key_prefix=key_prefix, **options)
+
+    @classmethod
+    def from_s3_uri(cls, name: str, s3_uri: str, **options: Any) -> InputChannel:
+        """A channel reading a literal ``s3://bucket/prefix``; the execution role gets read access to it."""
+        match = _S3_URI.match(s3_uri) if isinstance(s3_uri, str) and not cdk.Token.is_unresolved(s3_uri) else None
+        if match is None:
+            raise ConfigurationError(
+                f"must be a literal S3 URI like 's3://bucket/prefix', got {s3_uri!r}. For a bucket object use "
+                "InputChannel.from_bucket().",
+                where=f"input channel {name!r}",
+                field="s3_uri",
+                value=s3_uri,
+            )
+        return cls(name=name, s3_uri=s3_uri, key_prefix=match["key"], **options)
+
+    def to_request(self) -> dict[str, Any]:
+        channel: dict[str, Any] = {
+            "ChannelName": self.name,
+            "DataSource": {
+                "S3DataSource": {
+                    "S3DataType": self.s3_data_type,
+                    "S3Uri": self.s3_uri,
+                    "S3DataDistributionType": self.distribution,
+                }
+            },
+        }
+        for key, value in (("ContentType", self.content_type), ("CompressionType", self.compression),
+                           ("InputMode", self.input_mode)):
+            if value is not None:
+                channel[key] = value
+        return channel
+
+    def grant_read(self, grantee: iam.IGrantable) -> dict[str, str]:
+        """Grant read access to the channel's prefix; returns the cdk-nag wildcard findings this creates, with reasons."""
+        objects_pattern = f"{self.key_prefix}*"
+        reason = f"Read-only access to the objects of input channel {self.name!r} (its S3 prefix)."
+        if self.bucket is not None:
+            self.bucket.grant_read(grantee, objects_pattern)
+            return {
+                "Action::s3:GetObject*": "CDK's read grant on the input channels' prefixes.",
+                "Action::s3:GetBucket*": "CDK's read grant on the input channels' buckets.",
+                "Action::s3:List*": "SageMaker lists the input channel prefix to download or stream the data.",
+                f"Resource::{self.bucket.arn_for_objects(objects_pattern)}": reason,
+            }
+        bucket_arn = f"arn:{cdk.Aws.PARTITION}:s3:::{_S3_URI.match(self.s3_uri)['bucket']}"  # type: ignore[index]
+        iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject"], resource_arns=[f"{bucket_arn}/{objects_pattern}"])
+        iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["s3:ListBucket"],
+            resource_arns=[bucket_arn],
+            conditions={"StringLike": {"s3:prefix": [objects_pattern]}} if self.key_prefix else None,
+        )
+        return {f"Resource::{bucket_arn}/{objects_pattern}": reason}
+
+
+class ProfiledTrainingJob(Construct):
+    """A SageMaker training job with profiler rules, synthesized as a complete CreateTrainingJob request.
+
+    Each execution of :attr:`state_machine` starts one job named ``<job_name_prefix>-<20 hex characters>`` through the
+    Step Functions ``createTrainingJob.sync`` integration and waits for it to finish. The request is validated against
+    botocore's SageMaker model (types, lengths, ranges, patterns and enums) when the app synthesizes.
+    """
+
+    def __init__(
+        self,
+        scope: Construct,
+        id: str,
+        *,
+        job_name_prefix: str,
+        training_image: str | None = None,
+        algorithm_name: str | None = None,
+        training_image_repository: ecr.IRepository | None = None,
+        training_input_mode: str = "File",
+        instance_type: str = "ml.m5.xlarge",
+        instance_count: int = 1,
+        volume_size_in_gb: int = 30,
+        volume_kms_key: kms.IKey | None = None,
+        role: iam.IRole | None = None,
+        inputs: Sequence[InputChannel] | None = None,
+        output_bucket: s3.IBucket | None = None,
+        output_prefix: str = "training",
+        output_kms_key: kms.IKey | None = None,
+        max_runtime: cdk.Duration | None = None,
+        use_spot_instances: bool = False,
+        max_wait: cdk.Duration | None = None,
+        checkpoint_s3_uri: str | None = None,
+        checkpoint_local_path: str | None = None,
+        hyperparameters: Mapping[str, Any] | None = None,
+        environment: Mapping[str, Any] | None = None,
+        vpc: ec2.IVpc | None = None,
+        vpc_subnets: ec2.SubnetSelection | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
+        enable_network_isolation: bool = False,
+        encrypt_inter_container_traffic: bool = False,
+        tags: Mapping[str, str] | None = None,
+        profiler: ProfilerConfig | None = None,
+        rule_set: ProfilerRuleSet | None = None,
+        run_on_deploy: bool = False,
+    ) -> None:
+        super().__init__(scope, id)
+        where = self.node.path
+        check_job_name_prefix(job_name_prefix, where=where)
+        if (training_image is None) == (algorithm_name is None):
+            raise ConfigurationError(
+                "give exactly one of training_image= (a container image URI) or algorithm_name= (a SageMaker algorithm).",
+                where=where,
+                field="training_image",
+            )
+        if training_input_mode not in TRAINING_INPUT_MODES:
+            raise ConfigurationError(
+                f"must be one of {', '.join(TRAINING_INPUT_MODES)}, got {training_input_mode!r}.",
+                where=where,
+                field="training_input_mode",
+                value=training_input_mode,
+            )
+        check_instance(instance_type, instance_count, volume_size_in_gb, where=where)
+        if profiler is None:
+            profiler = ProfilerConfig()
+        if not isinstance(profiler, ProfilerConfig):
+            raise ConfigurationTypeError(
+                f"expected a ProfilerConfig, got {type(profiler).__name__}.", where=where, field="profiler", value=profiler
+            )
+        if rule_set is not None and not isinstance(rule_set, ProfilerRuleSet):
+            raise ConfigurationTypeError(
+                f"expected a ProfilerRuleSet, got {type(rule_set).__name__}. Wrap the rules: "
+                "ProfilerRuleSet(stack, 'Rules', rules=[...]).",
+                where=where,
+                field="rule_set",
+                value=rule_set,
+            )
+        max_runtime = max_runtime or cdk.Duration.days(1)
+        check_stopping(
+            int(max_runtime.to_seconds()),
+            int(max_wait.to_seconds()) if max_wait is not None else None,
+            use_spot_instances,
+            where=where,
+        )
+        if checkpoint_local_path is not None and checkpoint_s3_uri is None:
+            raise ConfigurationError(
+                "checkpoint_local_path needs checkpoint_s3_uri (where SageMaker copies the checkpoints).",
+                where=where,
+                field="checkpoint_local_path",
+            )
+        if vpc is None and (vpc_subnets is not None or security_groups):
+            raise ConfigurationError("vpc_subnets and security_groups need vpc=.", where=where, field="vpc")
+        self._hyperparameters = normalize_string_map(hyperparameters, field="hyperparameters", where=where)
+        self._environment = normalize_string_map(environment, field="environment", where=where)
+
+        self.job_name_prefix = job_name_prefix
+        self.training_image = training_image
+        self.algorithm_name = algorithm_name
+        self.training_image_repository = training_image_repository
+        self.training_input_mode = training_input_mode
+        self.instance_type = instance_type
+        self.instance_count = instance_count
+        self.volume_size_in_gb = volume_size_in_gb
+        self.volume_kms_key = volume_kms_key
+        self.inputs: tuple[InputChannel, ...] = tuple(inputs or ())
+        self.profiler = profiler
+        self.rule_set = rule_set
+        self.max_runtime = max_runtime
+        self.max_wait = max_wait
+        self.use_spot_instances = use_spot_instances
+        self.checkpoint_s3_uri = checkpoint_s3_uri
+        self.checkpoint_local_path = checkpoint_local_path
+        self.enable_network_isolation = enable_network_isolation
+        self.encrypt_inter_container_traffic = encrypt_inter_container_traffic
+        self.tags = dict(tags or {})
+        self.framework: FrameworkInfo | None = parse_training_image(training_image)
+        self._check_profiler_features()
+
+        # -- output location ---------------------------------------------------------------------------------------
+        if output_bucket is None:
+            output_bucket = s3.Bucket(
+                self,
+                "OutputBucket",
+                encryption=s3.BucketEncryption.KMS_MANAGED if output_kms_key is None else s3.BucketEncryption.KMS,
+                encryption_key=output_kms_key,
+                bucket_key_enabled=True,
+                enforce_ssl=True,
+                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                versioned=True,
+                minimum_tls_version=1.2,
+            )
+            acknowledge(
+                output_bucket,
+                {
+                    "AwsSolutions-S1": "Training outputs are written only by SageMaker through the execution role; "
+                    "pass output_bucket= with server access logging if your audit policy requires request logs."
+                },
+            )
+        self.output_bucket: s3.IBucket = output_bucket
+        self.output_kms_key = output_kms_key
+        self.output_prefix = output_prefix.strip("/")
+        #: OutputDataConfig.S3OutputPath. Model artifacts land in ``<output_s3_uri>/<job>/output/``.
+        self.output_s3_uri: str = output_bucket.s3_url_for_object(self.output_prefix) if self.output_prefix else f"s3://{output_bucket.bucket_name}"
+        #: ProfilerConfig.S3OutputPath. Profiler data lands in ``<profiler_s3_uri>/<job>/profiler-output/``.
+        self.profiler_s3_uri: str = profiler.s3_output_path or self.output_s3_uri
+        #: Rule outputs land in ``<rule_output_s3_uri>/<job>/rule-output/<RuleConfigurationName>/``.
+        self.rule_output_s3_uri: str = self.output_s3_uri
+
+        # -- execution role ----------------------------------------------------------------------------------------
+        if role is None:
+            role = iam.Role(
+                self,
+                "ExecutionRole",
+                assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+                description=f"SageMaker execution role of training jobs {job_name_prefix}-*",
+            )
+            self._grant_execution_permissions(role, vpc is not None)
+        self.role: iam.IRole = role
+
+        # -- VPC ---------------------------------------------------------------------------------------------------
+        self.vpc = vpc
+        self.security_groups: list[ec2.ISecurityGroup] = list(security_groups or ())
+        self._subnet_ids: list[str] = []
+        if vpc is not None:
+            if not self.security_groups:
+                self.security_groups.append(
+                    ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, description=f"Training jobs {job_name_prefix}-*")
+                )
+            self._subnet_ids = vpc.select_subnets(**_subnet_kwargs(vpc_subnets)).subnet_ids
+
+        # -- state machine -----------------------------------------------------------------------------------------
+        naming = sfn.Pass(
+            self,
+            "NameJob",
+            comment="Each execution gets a fresh job name: <prefix>-<20 hex characters of a UUID>.",
+            parameters={"parts.$": "States.StringSplit(States.UUID(), '-')"},
+            result_path="$.jobNaming",
+        )
+        self.launch_state = sfn.CustomState(
+            self,
+            "CreateTrainingJob",
+            state_json={
+                "Type": "Task",
+                "Comment": f"Runs one SageMaker training job {job_name_prefix}-* and waits for it to finish.",
+                "Resource": f"arn:{cdk.Aws.PARTITION}:states:::sagemaker:createTrainingJob.sync",
+                "Parameters": cdk.Lazy.any(_Producer(self._state_parameters)),
+                "ResultSelector": {
+                    "TrainingJobName.$": "$.TrainingJobName",
+                    "TrainingJobArn.$": "$.TrainingJobArn",
+                    "TrainingJobStatus.$": "$.TrainingJobStatus",
+                    "ModelArtifacts.$": "$.ModelArtifacts",
+                },
+                "ResultPath": "$.trainingJob",
+            },
+        )
+        self.launch_state.add_retry(
+            errors=["SageMaker.AmazonSageMakerException"],
+            interval=cdk.Duration.seconds(30),
+            max_attempts=3,
+            backoff_rate=2,
+        )
+        self.log_group = logs.LogGroup(self, "StateMachineLogs", retention=logs.RetentionDays.ONE_YEAR)
+        self.state_machine = sfn.StateMachine(
+            self,
+            "StateMachine",
+            definition_body=sfn.DefinitionBody.from_chainable(naming.next(self.launch_state)),
+            tracing_enabled=True,
+            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
+            comment=f"Starts a profiled SageMaker training job {job_name_prefix}-* per execution.",
+        )
+        self._grant_state_machine_permissions()
+        self.node.add_validation(_RequestValidation(self))
+
+        self.deploy_trigger: cr.AwsCustomResource | None = None
+        if run_on_deploy:
+            self._start_on_deploy()
+
+    # ------------------------------------------------------------------------------------------------------------------
+    @property
+    def training_job_arn_pattern(self) -> str:
+        """ARN pattern of every job this construct starts (``...:training-job/<prefix>-*``)."""
+        return cdk.Stack.of(self).format_arn(
+            service="sagemaker", resource="training-job", resource_name=f"{self.job_name_prefix.lower()}-*"
+        )
+
+    def grant_start_execution(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Allow ``grantee`` to start training runs (executions of the state machine)."""
+        return self.state_machine.grant_start_execution(grantee)
+
+    def grant_stop_training_job(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Allow ``grantee`` to describe and stop the jobs of this construct (and only those)."""
+        return iam.Grant.add_to_principal(
+            grantee=grantee,
+            actions=["sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob"],
+            resource_arns=[self.training_job_arn_pattern],
+        )
+
+    def metric(
+        self,
+        metric_name: str,
+        *,
+        job_name: str | None = None,
+        host: str = "algo-1",
+        statistic: str = "Average",
+        period: cdk.Duration | None = None,
+        label: str | None = None,
+    ) -> cloudwatch.IMetric:
+        """A metric of ``/aws/sagemaker/TrainingJobs`` for one job's host, or for every job of this prefix.
+
+        With ``job_name`` the metric has the ``Host=<job_name>/<host>`` dimension (alarm-ready). Without it, a SEARCH
+        expression collects the metric of every job whose name starts with the prefix (for dashboards).
+        """
+        period = period or cdk.Duration.minutes(1)
+        if job_name is not None:
+            return cloudwatch.Metric(
+                namespace=_TRAINING_NAMESPACE,
+                metric_name=metric_name,
+                dimensions_map={"Host": f"{job_name}/{host}"},
+                statistic=statistic,
+                period=period,
+                label=label,
+            )
+        search = (
+            f"SEARCH('{{{_TRAINING_NAMESPACE},Host}} MetricName=\"{metric_name}\" "
+            f"Host=\"{self.job_name_prefix}-\"', '{statistic}', {int(period.to_seconds())})"
+        )
+        return cloudwatch.MathExpression(expression=search, label=label or f"{metric_name} {self.job_name_prefix}-*",
+                                         period=period, using_metrics={})
+
+    def metric_gpu_utilization(self, **options: Any) -> cloudwatch.IMetric:
+        """GPU utilization in percent, summed over the host's GPUs (0-100 x GPUs)."""
+        return self.metric("GPUUtilization", **options)
+
+    def metric_gpu_memory_utilization(self, **options: Any) -> cloudwatch.IMetric:
+        """GPU memory utilization in percent, summed over the host's GPUs."""
+        return self.metric("GPUMemoryUtilization", **options)
+
+    def metric_cpu_utilization(self, **options: Any) -> cloudwatch.IMetric:
+        """CPU utilization in percent, summed over the host's cores (0-100 x cores)."""
+        return self.metric("CPUUtilization", **options)
+
+    def metric_memory_utilization(self, **options: Any) -> cloudwatch.IMetric:
+        """Memory utilization of the host in percent."""
+        return self.metric("MemoryUtilization", **options)
+
+    def metric_disk_utilization(self, **options: Any) -> cloudwatch.IMetric:
+        """Disk utilization of the host's training volume in percent."""
+        return self.metric("DiskUtilization", **options)
+
+    # ------------------------------------------------------------------------------------------------------------------
+    def render_request(self, *, job_name: str | None = None) -> dict[str, Any]:
+        """The CreateTrainingJob request (CDK tokens unresolved). ``job_name`` defaults to an example generated name."""
+        spec: dict[str, Any] = {"TrainingInputMode": self.training_input_mode}
+        if self.training_image is not None:
+            spec = {"TrainingImage": self.training_image, **spec}
+        else:
+            spec = {"AlgorithmName": self.algorithm_name, **spec}
+        resource: dict[str, Any] = {
+            "InstanceType": self.instance_type,
+            "InstanceCount": self.instance_count,
+            "VolumeSizeInGB": self.volume_size_in_gb,
+        }
+        if self.volume_kms_key is not None:
+            resource["VolumeKmsKeyId"] = self.volume_kms_key.key_arn
+        output: dict[str, Any] = {"S3OutputPath": self.output_s3_uri}
+        if self.output_kms_key is not None:
+            output["KmsKeyId"] = self.output_kms_key.key_arn
+        stopping: dict[str, Any] = {"MaxRuntimeInSeconds": int(self.max_runtime.to_seconds())}
+        if self.max_wait is not None:
+            stopping["MaxWaitTimeInSeconds"] = int(self.max_wait.to_seconds())
+        checkpoint = None
+        if self.checkpoint_s3_uri is not None:
+            checkpoint = {"S3Uri": self.checkpoint_s3_uri}
+            if self.checkpoint_local_path is not None:
+                checkpoint["LocalPath"] = self.checkpoint_local_path
+        vpc_config = None
+        if self.vpc is not None:
+            vpc_config = {
+                "SecurityGroupIds": [sg.security_group_id for sg in self.security_groups],
+                "Subnets": self._subnet_ids,
+            }
+        rules = self.rule_set.render() if self.rule_set is not None else []
+        return assemble_request(
+            {
+                "TrainingJobName": job_name or example_job_name(self.job_name_prefix),
+                "AlgorithmSpecification": spec,
+                "RoleArn": self.role.role_arn,
+                "InputDataConfig": [channel.to_request() for channel in self.inputs],
+                "OutputDataConfig": output,
+                "ResourceConfig": resource,
+                "VpcConfig": vpc_config,
+                "StoppingCondition": stopping,
+                "HyperParameters": self._hyperparameters,
+                "Environment": self._environment,
+                "Tags": [{"Key": k, "Value": v} for k, v in self.tags.items()],
+                "EnableNetworkIsolation": self.enable_network_isolation or None,
+                "EnableInterContainerTrafficEncryption": self.encrypt_inter_container_traffic or None,
+                "EnableManagedSpotTraining": self.use_spot_instances or None,
+                "CheckpointConfig": checkpoint,
+                "ProfilerConfig": self.profiler.to_request(self.profiler_s3_uri),
+                "ProfilerRuleConfigurations": rules,
+            }
+        )
+
+    def _state_parameters(self) -> dict[str, Any]:
+        request = self.render_request()
+        del request["TrainingJobName"]
+        name = f"States.Format('{self.job_name_prefix}-{{}}{{}}', $.jobNaming.parts[0], $.jobNaming.parts[4])"
+        return {"TrainingJobName.$": name, **request}
+
+    def validate_request(self) -> list[str]:
+        """Every problem of the rendered request (empty when it is valid). Runs automatically at synth."""
+        problems: list[str] = []
+        if self.profiler.disable_profiler and self.rule_set is not None and self.rule_set.rules:
+            problems.append(
+                f"profiler rules {[r.name for r in self.rule_set.rules]} need the profiler, but "
+                "ProfilerConfig(disable_profiler=True) turns it off. Remove the rules or enable the profiler."
+            )
+        try:
+            request = cdk.Stack.of(self).resolve(self.render_request())
+            validate_request(_without_tokens(request), where=self.node.path)
+        except ConfigurationError as error:
+            problems.append(str(error))
+        return problems
+
+    # ------------------------------------------------------------------------------------------------------------------
+    def _check_profiler_features(self) -> None:
+        if self.profiler.disable_profiler and self.rule_set is not None and self.rule_set.rules:
+            raise ConfigurationError(
+                f"profiler rules {[r.name for r in self.rule_set.rules]} need the profiler, but "
+                "ProfilerConfig(disable_profiler=True) turns it off. Remove the rules or enable the profiler.",
+                where=self.node.path,
+                field="profiler",
+            )
+        if self.profiler.framework_profile is not None:
+            message = framework_profiling_deprecation(self.framework)
+            if message:
+                cdk.Annotations.of(self).add_warning_v2(f"{_WARNING_PREFIX}:frameworkProfilingDeprecated", message)
+
+    def _grant_execution_permissions(self, role: iam.Role, in_vpc: bool) -> None:
+        """Least privilege for SageMaker: the job's own S3 prefixes, image pulls, its log groups and metrics."""
+        stack = cdk.Stack.of(self)
+        wildcards: dict[str, str] = {}
+        object_prefix = f"{self.output_prefix}/*" if self.output_prefix else "*"
+        self.output_bucket.grant_read(role, object_prefix)
+        self.output_bucket.grant_put(role, object_prefix)
+        wildcards.update({
+            "Action::s3:GetObject*": "CDK's read grant on the job's output prefix (model artifacts, profiler data, rule output).",
+            "Action::s3:GetBucket*": "CDK's read grant on the job's output bucket, needed to locate and list the output prefix.",
+            "Action::s3:List*": "SageMaker lists the output prefix when it uploads artifacts and rule output.",
+            "Action::s3:Abort*": "CDK's put grant lets SageMaker abort its own multipart uploads of large artifacts.",
+            f"Resource::{self.output_bucket.arn_for_objects(object_prefix)}": (
+                "Objects under the job's own output prefix, where each run writes <job>/output, profiler-output and "
+                "rule-output."
+            ),
+        })
+        for uri, field, writable in ((self.profiler.s3_output_path, "profiler output", True),
+                                     (self.checkpoint_s3_uri, "checkpoints", True)):
+            if not uri or cdk.Token.is_unresolved(uri) or not _S3_URI.match(uri):
+                continue
+            match = _S3_URI.match(uri)
+            key = match["key"].strip("/")  # type: ignore[index]
+            bucket_arn = f"arn:{cdk.Aws.PARTITION}:s3:::{match['bucket']}"  # type: ignore[index]
+            objects = f"{bucket_arn}/{key + '/' if key else ''}*"
+            role.add_to_policy(iam.PolicyStatement(
+                actions=["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"] if writable else ["s3:GetObject"],
+                resources=[objects],
+            ))
+            role.add_to_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket_arn]))
+            wildcards[f"Resource::{objects}"] = f"Objects under the configured {field} prefix, written by every run."
+        for channel in self.inputs:
+            wildcards.update(channel.grant_read(role))
+        if self.volume_kms_key is not None:
+            self.volume_kms_key.grant_encrypt_decrypt(role)
+        if self.output_kms_key is not None:
+            self.output_kms_key.grant_encrypt_decrypt(role)
+        # Pull the training image and the rule evaluator images.
+        repositories: list[str] = []
+        if self.training_image is not None:
+            match = _ECR_IMAGE.match(self.training_image) if not cdk.Token.is_unresolved(self.training_image) else None
+            if match:
+                repositories.append(
+                    stack.format_arn(service="ecr", region=match["region"], account=match["account"],
+                                     resource="repository", resource_name=match["repo"])
+                )
+        if self.rule_set is not None:
+            repositories.extend(self.rule_set.image_repository_arns())
+            self.rule_set.grant_read_sources(role)
+        if repositories:
+            role.add_to_policy(iam.PolicyStatement(
+                actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+                resources=repositories,
+            ))
+        if self.training_image_repository is not None:
+            self.training_image_repository.grant_pull(role)
+        role.add_to_policy(iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]))
+        role.add_to_policy(iam.PolicyStatement(
+            actions=["cloudwatch:PutMetricData"],
+            resources=["*"],
+            conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*"]}},
+        ))
+        wildcards["Resource::*"] = (
+            "ecr:GetAuthorizationToken and cloudwatch:PutMetricData have no resource-level permissions; PutMetricData "
+            "is limited to the /aws/sagemaker/* namespaces by condition."
+        )
+        for group in ("/aws/sagemaker/TrainingJobs", "/aws/sagemaker/ProcessingJobs"):
+            arn = stack.format_arn(service="logs", resource="log-group", resource_name=f"{group}:*",
+                                   arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME)
+            role.add_to_policy(iam.PolicyStatement(
+                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
+                resources=[arn],
+            ))
+            wildcards[f"Resource::{arn}"] = f"Log streams of the {group} log group, named after each run's job."
+        if in_vpc:
+            role.add_to_policy(iam.PolicyStatement(
+                actions=[
+                    "ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
+                    "ec2:DeleteNetworkInterfacePermission", "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs",
+                    "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
+                ],
+                resources=["*"],
+            ))
+            wildcards["Resource::*"] += (
+                " The EC2 network-interface actions SageMaker needs to attach the job to the VPC have no resource-level "
+                "permissions either."
+            )
+        acknowledge_wildcards(role, wildcards)
+
+    def _grant_state_machine_permissions(self) -> None:
+        """Exactly what createTrainingJob.sync needs, scoped to this construct's job names."""
+        stack = cdk.Stack.of(self)
+        role = self.state_machine.role
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob",
+                     "sagemaker:AddTags", "sagemaker:ListTags"],
+            resources=[self.training_job_arn_pattern],
+        ))
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["iam:PassRole"],
+            resources=[self.role.role_arn],
+            conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
+        ))
+        role.add_to_principal_policy(iam.PolicyStatement(
+            actions=["events:PutTargets", "events:PutRule", "events:DescribeRule"],
+            resources=[stack.format_arn(service="events", resource="rule",
+                                        resource_name="StepFunctionsGetEventsForSageMakerTrainingJobsRule")],
+        ))
+        acknowledge_wildcards(self.state_machine, {
+            f"Resource::{self.training_job_arn_pattern}": (
+                "Each execution creates, tags, describes and stops a job named <prefix>-<random suffix>; the pattern "
+                "matches only this construct's jobs."
+            ),
+            "Resource::*": (
+                "X-Ray tracing and CloudWatch Logs delivery actions added by the StateMachine construct have no "
+                "resource-level permissions."
+            ),
+        })
+
+    def _start_on_deploy(self) -> None:
+        request_hash = hashlib.sha256(
+            json.dumps(cdk.Stack.of(self).resolve(self.render_request()), sort_keys=True, default=str).encode()
+        ).hexdigest()[:16]
+        call = cr.AwsSdkCall(
+            service="SFN",
+            action="startExecution",
+            parameters={"stateMachineArn": self.state_machine.state_machine_arn, "input": "{}"},
+            physical_resource_id=cr.PhysicalResourceId.from_response("executionArn"),
+            output_paths=["executionArn"],
+        )
+        self.deploy_trigger = cr.AwsCustomResource(
+            self,
+            "StartOnDeploy",
+            on_create=call,
+            on_update=call,
+            policy=cr.AwsCustomResourcePolicy.from_statements([
+                iam.PolicyStatement(actions=["states:StartExecution"], resources=[self.state_machine.state_machine_arn])
+            ]),
+            install_latest_aws_sdk=False,
+            resource_type="Custom::StartTrainingRun",
+        )
+        self.deploy_trigger.node.default_child.add_property_override("RequestHash", request_hash)  # type: ignore[union-attr]
+        self.deploy_trigger.node.add_dependency(self.state_machine)
+
+
+def _subnet_kwargs(selection: ec2.SubnetSelection | None) -> dict[str, Any]:
+    if selection is None:
+        return {"subnet_type": ec2.SubnetType.PRIVATE_WITH_EGRESS}
+    return {k: getattr(selection, k) for k in ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name",
+                                                "subnets", "subnet_type") if getattr(selection, k, None) is not None}
+
+
+def _without_tokens(value: Any) -> Any:
+    """Resolved requests still hold CloudFormation intrinsics ({"Fn::Join": ...}); treat them as unknown strings."""
+    if isinstance(value, dict):
+        if len(value) == 1 and next(iter(value)).startswith(("Fn::", "Ref")):
+            return "${Token[intrinsic]}"
+        return {k: _without_tokens(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_tokens(v) for v in value]
+    return value
+
+
+@jsii.implements(cdk.IStableAnyProducer)
+class _Producer:
+    """Adapter so ``Lazy.any`` can call a Python function when the state machine definition is rendered."""
+
+    def __init__(self, function: Any) -> None:
+        self._function = function
+
+    def produce(self) -> Any:
+        return self._function()
+
+
+@jsii.implements(IValidation)
+class _RequestValidation:
+    """Validates the full request when the app synthesizes (after every add_rule call)."""
+
+    def __init__(self, job: ProfiledTrainingJob) -> None:
+        self._job = job
+
+    def validate(self) -> list[str]:
+        return self._job.validate_request()

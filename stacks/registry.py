@@ -1,0 +1,35 @@
+"""Every reference stack by name: ``app.py`` synthesizes all of them; the tests snapshot each one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import aws_cdk as cdk
+
+from .training_stacks import (
+    ContractStack,
+    CustomRuleStack,
+    china_contract_stack,
+    us_east_1_contract_stack,
+)
+
+#: name -> function(app) creating the stack
+REFERENCE_STACKS: dict[str, Callable[[cdk.App], cdk.Stack]] = {
+    "Training": lambda app: ContractStack(app, "Training"),
+    "TrainingUsEast1": us_east_1_contract_stack,
+    "TrainingChina": china_contract_stack,
+    "TrainingCustomRule": lambda app: CustomRuleStack(app, "TrainingCustomRule"),
+}
+
+
+def build_app(app: cdk.App | None = None, *, names: list[str] | None = None, nag: bool = True) -> cdk.App:
+    """Add the reference stacks (all, or ``names``) to ``app``, with cdk-nag AwsSolutions checks when ``nag``."""
+    app = app or cdk.App()
+    for name, factory in REFERENCE_STACKS.items():
+        if names is None or name in names:
+            factory(app)
+    if nag:
+        from cdk_nag import AwsSolutionsChecks
+
+        cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    return app
