@@ -171,7 +171,7 @@ class RuleRun:
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> RuleRun:
         run = cls(RuleConfig.from_dict(state["config"]))
-        for rule, rule_state in zip(run.rules, state["rules"]):
+        for rule, rule_state in zip(run.rules, state["rules"], strict=True):
             rule.load_state(rule_state)
         run.first_trigger = state["first_trigger"]
         run.failed = state["failed"]
