@@ -38,6 +38,7 @@ from .rules import (
     split_report_overrides,
 )
 from .storage import EvaluationInputError, Store
+from .timeline import Timeline
 from .window import SystemWindow, WindowContext
 
 DEFAULT_SCAN_INTERVAL_US = 60_000_000
@@ -221,6 +222,7 @@ class Evaluator:
         self.newest_system_us: int | None = None
         self.newest_framework_us: int | None = None
         self.ended = False
+        self.timeline = Timeline()
 
     # ---- clock
     def set_origin(self, first_system_us: int, first_framework_us: int | None = None) -> None:
@@ -346,6 +348,7 @@ class Evaluator:
         origin = self.origin_us if self.origin_us is not None else start
         for run in self.runs:
             run.evaluate(k, start, end, origin, system, framework, facts)
+        self.timeline.add_window(system, framework)
         self.next_window = k + 1
 
     @property
@@ -382,6 +385,7 @@ class Evaluator:
             "newest_system_us": self.newest_system_us,
             "newest_framework_us": self.newest_framework_us,
             "ended": self.ended,
+            "timeline": self.timeline.to_state(),
         }
 
     @classmethod
@@ -403,6 +407,7 @@ class Evaluator:
         ev.newest_system_us = state["newest_system_us"]
         ev.newest_framework_us = state["newest_framework_us"]
         ev.ended = state["ended"]
+        ev.timeline = Timeline.from_state(state.get("timeline"))
         return ev
 
 
