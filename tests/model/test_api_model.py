@@ -68,5 +68,5 @@ def test_validate_request_lists_every_problem():
     with pytest.raises(RequestValidationError) as caught:
         validate_request({**VALID, "TrainingJobName": "bad_name", "RoleArn": "role"}, where="Stack/Job")
     message = str(caught.value)
-    assert message.startswith("Stack/Job: TrainingJobName: the CreateTrainingJob request is not valid")
+    assert message.startswith("Stack/Job: the CreateTrainingJob request is not valid")
     assert "3 problem(s)" in message and "- RoleArn:" in message

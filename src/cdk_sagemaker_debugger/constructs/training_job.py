@@ -478,7 +478,7 @@ class ProfiledTrainingJob(Construct):
             )
         try:
             request = cdk.Stack.of(self).resolve(self.render_request())
-            validate_request(_without_tokens(request), where=self.node.path)
+            validate_request(_without_tokens(request))
         except ConfigurationError as error:
             problems.append(str(error))
         return problems
@@ -638,7 +638,8 @@ class ProfiledTrainingJob(Construct):
             install_latest_aws_sdk=False,
             resource_type="Custom::StartTrainingRun",
         )
-        self.deploy_trigger.node.default_child.add_property_override("RequestHash", request_hash)  # type: ignore[union-attr]
+        resource = self.deploy_trigger.node.find_child("Resource").node.default_child
+        resource.add_property_override("RequestHash", request_hash)  # type: ignore[union-attr]
         self.deploy_trigger.node.add_dependency(self.state_machine)
 
 

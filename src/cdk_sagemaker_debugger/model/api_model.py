@@ -8,7 +8,7 @@ their values are only known at deploy time.
 from __future__ import annotations
 
 import functools
-import re
+import regex
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,8 +37,9 @@ def enum_values(shape_name: str) -> tuple[str, ...]:
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled(pattern: str) -> re.Pattern[str]:
-    return re.compile(pattern, re.DOTALL)
+def _compiled(pattern: str) -> Any:
+    # The model's patterns use Unicode property classes (\p{L}) that only the ``regex`` package understands.
+    return regex.compile(pattern, regex.DOTALL)
 
 
 def _problems(value: Any, shape: Shape, path: str, out: list[tuple[str, str]]) -> None:
@@ -138,5 +139,4 @@ def validate_request(request: Mapping[str, Any], *, operation: str = "CreateTrai
         raise RequestValidationError(
             f"the {operation} request is not valid for the SageMaker API ({len(problems)} problem(s)):\n{lines}",
             where=where,
-            field=problems[0][0],
         )
