@@ -15,6 +15,7 @@ from cdk_sagemaker_debugger.model.actions import (
     Email,
     StopTraining,
     check_actions,
+    profiler_rule_actions_error,
 )
 from cdk_sagemaker_debugger.model.errors import ConfigurationError, ConfigurationTypeError
 
@@ -333,3 +334,10 @@ class TestCheckActions:
     def test_other_types_are_rejected(self):
         with pytest.raises(ConfigurationTypeError, match=r"got str"):
             check_actions("email")
+
+
+def test_profiler_rule_actions_error_explains_the_alternative():
+    error = profiler_rule_actions_error(where="rule 'LowGPUUtilization'")
+    assert isinstance(error, ConfigurationError)
+    assert str(error).startswith("rule 'LowGPUUtilization': actions: SageMaker runs Email, SMS and StopTraining actions only")
+    assert "RuleAlarm" in str(error)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import botocore.session
 import pytest
 from botocore.validate import ParamValidator
@@ -200,3 +203,15 @@ class TestWarningsAndPermissions:
         assert permissions.stop_training_job_prefixes == ("Job-A", "Shared-Prefix")
         assert permissions.training_job_name_patterns() == ("job-a*", "shared-prefix*")
         assert RulePermissions.TOPIC_NAME == "SMDebugRules"
+
+
+def test_the_model_layer_imports_neither_aws_cdk_nor_boto3():
+    modules = ["actions", "debug_hook", "debugger_rules", "debugger_request", "distribution"]
+    code = (
+        "import sys\n"
+        + "".join(f"import cdk_sagemaker_debugger.model.{name}\n" for name in modules)
+        + "import cdk_sagemaker_debugger.debugger_rules\n"
+        + "print(sorted(m for m in ('aws_cdk', 'jsii', 'boto3') if m in sys.modules))"
+    )
+    output = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert output.strip() == "[]"

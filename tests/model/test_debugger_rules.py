@@ -83,6 +83,17 @@ class TestCatalog:
         }
         assert scope_of["create_xgboost_report"] is debugger_rules.XGBOOST_REPORT
 
+    def test_documentation_table_lists_every_rule_and_parameter(self):
+        text = (Path(__file__).parents[2] / "docs" / "debugger-rules.md").read_text()
+        rows = {line.split("|")[1].strip(): line for line in text.splitlines() if line.startswith("| `")}
+        for spec in debugger_rules.DEBUGGER_RULE_SPECS.values():
+            row = rows[f"`{spec.name}`"]
+            assert f"| `{spec.function_name}` |" in row
+            for parameter in spec.parameters:
+                assert f"`{parameter.name}`" in row, (spec.name, parameter.name)
+            for collection in spec.collections:
+                assert f"`{collection.name}`" in row, (spec.name, collection.name)
+
     def test_docstrings_list_parameters_and_sdk_names(self):
         doc = debugger_rules.RULE_CLASSES["LossNotDecreasing"].__doc__
         assert "rule_configs.loss_not_decreasing()" in doc

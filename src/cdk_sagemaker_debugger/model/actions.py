@@ -32,6 +32,7 @@ __all__ = [
     "StopTraining",
     "ACTION_JSON_MAX_LENGTH",
     "check_actions",
+    "profiler_rule_actions_error",
 ]
 
 #: The API's limit on any RuleParameters value (``ConfigValue``), which ``action_json`` is.
@@ -342,4 +343,15 @@ def check_actions(actions: object, *, where: str | None = None) -> Action | Acti
         where=where,
         field="actions",
         value=actions,
+    )
+
+
+def profiler_rule_actions_error(*, where: str | None = None) -> ConfigurationError:
+    """The error to raise when actions are attached to a profiler rule: the service only runs them for debugger rules."""
+    return ConfigurationError(
+        "SageMaker runs Email, SMS and StopTraining actions only for debugger (tensor) rules; profiler rules ignore "
+        "them. Remove actions= and watch the rule with RuleAlarm, which notifies and can stop the job when a "
+        "profiler rule reports an issue.",
+        where=where,
+        field="actions",
     )

@@ -28,6 +28,7 @@ from .debug_hook import CollectionConfig
 from .errors import ConfigurationError, ConfigurationTypeError, did_you_mean
 from .images import builtin_rule_image, custom_rule_image
 from .parameters import ParameterSpec, is_token, validate_parameters
+from .parameters import _number as _finite_number
 from .profiler_rules import S3_URI, _check_name, check_rule_configuration
 
 __all__ = [
@@ -55,14 +56,6 @@ def _type_error(spec: ParameterSpec, value: Any, where: str, expected: str) -> C
     return ConfigurationTypeError(
         f"expected {expected}, got {type(value).__name__} {value!r}.", where=where, field=spec.name, value=value
     )
-
-
-def _finite_number(spec: ParameterSpec, value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _type_error(spec, value, where, f"a number such as {spec.example!r} (unquoted)")
-    if not math.isfinite(value):
-        raise ConfigurationError(f"must be a finite number, got {value!r}.", where=where, field=spec.name, value=value)
-    return value
 
 
 def _check_number(spec: ParameterSpec, value: Any, where: str) -> None:
@@ -597,6 +590,8 @@ class Rule:
     is_custom: ClassVar[bool] = False
     #: Framework scope of a built-in rule; None for custom rules.
     scope: ClassVar[RuleScope | None] = None
+    #: ``Rule.custom(name=..., ...)`` builds a :class:`CustomRule` (assigned below, once the class exists).
+    custom: ClassVar[type[CustomRule]]
 
     def _init_common(
         self,
@@ -743,39 +738,6 @@ class Rule:
     def __repr__(self) -> str:
         args = ", ".join(f"{key}={value!r}" for key, value in self.parameters.items())
         return f"{type(self).__name__}(name={self.name!r}{', ' if args else ''}{args})"
-
-    @staticmethod
-    def custom(
-        *,
-        name: str,
-        instance_type: str,
-        volume_size_in_gb: int,
-        image_uri: str | None = None,
-        source: str | os.PathLike[str] | None = None,
-        rule_to_invoke: str | None = None,
-        rule_parameters: Mapping[str, Any] | None = None,
-        other_trials: Sequence[str] | None = None,
-        collections_to_save: Sequence[CollectionConfig] | None = None,
-        actions: Action | ActionList | None = None,
-        local_path: str | None = None,
-        s3_output_path: str | None = None,
-    ) -> CustomRule:
-        """A debugger rule you wrote: ``source`` (a local .py file or s3:// URI) run by the custom rule evaluator image
-        of the region, or your own ``image_uri``. ``source`` and ``rule_to_invoke`` go together."""
-        return CustomRule(
-            name=name,
-            instance_type=instance_type,
-            volume_size_in_gb=volume_size_in_gb,
-            image_uri=image_uri,
-            source=source,
-            rule_to_invoke=rule_to_invoke,
-            rule_parameters=rule_parameters,
-            other_trials=other_trials,
-            collections_to_save=collections_to_save,
-            actions=actions,
-            local_path=local_path,
-            s3_output_path=s3_output_path,
-        )
 
 
 class BuiltinRule(Rule):
@@ -972,7 +934,9 @@ _RESERVED_PARAMETERS = ("rule_to_invoke", "source_s3_uri", "action_json")
 
 
 class CustomRule(Rule):
-    """A debugger rule you wrote, run by the custom rule evaluator image (or your own image)."""
+    """A debugger rule you wrote: ``source`` (a local .py file or s3:// URI) run by the custom rule evaluator image of
+    the region, or your own ``image_uri``. ``source`` and ``rule_to_invoke`` go together; ``other_trials`` passes other
+    jobs' Debugger output (``other_trial_0``, ...) for cross-run comparisons."""
 
     is_custom = True
 
@@ -1111,6 +1075,9 @@ class CustomRule(Rule):
         return super().to_rule_configuration(
             region=region, image_uri=image_uri, job_name_prefix=job_name_prefix, source_s3_uri=source_s3_uri
         )
+
+
+Rule.custom = CustomRule
 
 
 # --- generated classes ---------------------------------------------------------------------------------------------------
