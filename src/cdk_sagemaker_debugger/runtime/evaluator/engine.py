@@ -133,13 +133,13 @@ class RuleRun:
             except Exception as exc:  # a rule bug must not take the other rules down
                 self.failed = f"{type(exc).__name__}: {rule.name} failed in window {index}: {exc}"
                 return
-            if fired and self.first_trigger is None and rule.not_applicable(facts) is None:
+            if fired and self.first_trigger is None and rule.gap(facts) is None:
                 self.first_trigger = index
 
     def result(self, facts: Facts, windows: int, final: bool) -> RuleResult:
         subs = []
         for rule in self.rules:
-            reason = rule.not_applicable(facts)
+            reason = rule.gap(facts)
             if reason:
                 subs.append(SubRuleResult(rule.name, VERDICT_NOT_APPLICABLE, reason, rule.report, rule.summary))
             elif rule.triggered():

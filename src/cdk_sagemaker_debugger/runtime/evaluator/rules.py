@@ -87,6 +87,10 @@ class ProfilerRule:
     # Accepted and ignored (sent by the SDK for every rule).
     IGNORED_PARAMETERS: ClassVar[frozenset[str]] = frozenset({"scan_interval_us", "rule_to_invoke"})
     summary: ClassVar[str] = ""
+    # Why the rule cannot run on CloudWatch's per-host minute averages (None: it can).
+    CLOUDWATCH_GAP: ClassVar[str | None] = None
+    # Parameters counted in samples; they are rescaled when the samples are CloudWatch minutes.
+    COUNT_PARAMETERS: ClassVar[dict[str, int]] = {}
 
     def __init__(self, **params: Any):
         known = dict(self.PARAMETERS) | dict(self.HIDDEN_PARAMETERS)
@@ -99,6 +103,7 @@ class ProfilerRule:
                 raise RuleConfigError(f"{self.name}: unknown parameter {key!r}. Accepted parameters: {accepted}.")
             resolved[key] = coerce_parameter(value)
         self.params = resolved
+        self.source = "profiler"
         self.report: dict[str, Any] = {
             "RuleTriggered": 0,
             "Violations": 0,
@@ -109,6 +114,20 @@ class ProfilerRule:
 
     def rule_parameters(self) -> str:
         return "\n".join(f"{key}:{format_parameter(self.params[key])}" for key, _ in self.PARAMETERS)
+
+    def use_cloudwatch(self, seconds_per_profiler_sample: float, seconds_per_cloudwatch_sample: float) -> None:
+        """Evaluate on CloudWatch minutes: sample counts keep their duration (the report still shows the configured
+        values)."""
+        self.source = "cloudwatch"
+        scale = seconds_per_profiler_sample / seconds_per_cloudwatch_sample
+        for name, minimum in self.COUNT_PARAMETERS.items():
+            self.params[name] = max(minimum, math.ceil(float(self.params[name]) * scale))
+
+    def gap(self, facts: Facts) -> str | None:
+        """not_applicable(), plus the data CloudWatch lacks when the rule runs on CloudWatch metrics."""
+        if self.source == "cloudwatch" and self.CLOUDWATCH_GAP:
+            return self.CLOUDWATCH_GAP
+        return self.not_applicable(facts)
 
     def evaluate(self, ctx: WindowContext) -> bool:
         raise NotImplementedError
@@ -176,6 +195,7 @@ def _full_box(series: _Recent) -> dict[str, float]:
 class LowGPUUtilization(ProfilerRule):
     name = "LowGPUUtilization"
     PARAMETERS = (("threshold_p95", 70), ("threshold_p5", 10), ("window", 500), ("patience", 1000))
+    COUNT_PARAMETERS = {"window": 3, "patience": 1}
     summary = "GPU utilisation low (p95 below threshold_p95) or fluctuating (p5 below threshold_p5) per GPU"
 
     def __init__(self, **params: Any):
@@ -234,6 +254,7 @@ class BatchSize(ProfilerRule):
         ("patience", 1000),
         ("window", 500),
     )
+    COUNT_PARAMETERS = {"window": 3, "patience": 1}
     summary = "CPU, GPU and GPU memory all underused: a larger batch would use the instance better"
 
     def __init__(self, **params: Any):
@@ -302,6 +323,7 @@ class BatchSize(ProfilerRule):
 class GPUMemoryIncrease(ProfilerRule):
     name = "GPUMemoryIncrease"
     PARAMETERS = (("increase", 5), ("patience", 1000), ("window", 10))
+    COUNT_PARAMETERS = {"window": 3, "patience": 1}
     summary = "GPU memory use rising: mean of the last `window` samples exceeds the previous mean by `increase` points"
 
     def __init__(self, **params: Any):
@@ -361,6 +383,7 @@ class GPUMemoryIncrease(ProfilerRule):
 class LoadBalancing(ProfilerRule):
     name = "LoadBalancing"
     PARAMETERS = (("threshold", 0.2), ("patience", 1000))
+    CLOUDWATCH_GAP = "CloudWatch reports one utilisation per host (the sum over its GPUs), not per GPU"
     summary = "GPU workloads differ: Jensen-Shannon distance between two GPUs' utilisation histograms above threshold"
 
     def __init__(self, **params: Any):
@@ -539,6 +562,7 @@ class _BottleneckRule(ProfilerRule):
     HIGH_COLUMN: ClassVar[int]
     HIGH_PARAMETER: ClassVar[str]
     SNAPSHOT_GAP_S = 0.02
+    CLOUDWATCH_GAP = "CloudWatch has per-host minute averages, not per-core samples at the profiler's interval"
 
     def __init__(self, **params: Any):
         super().__init__(**params)
@@ -629,6 +653,7 @@ class StepOutlier(ProfilerRule):
     name = "StepOutlier"
     PARAMETERS = (("stddev", 3), ("mode", None), ("n_outliers", 10))
     MIN_STEPS = 100
+    CLOUDWATCH_GAP = "step durations come from framework traces, which CloudWatch does not have"
     summary = "More than n_outliers steps took longer than mean + stddev standard deviations"
 
     def __init__(self, **params: Any):
@@ -719,8 +744,34 @@ class MaxInitializationTime(ProfilerRule):
         self.job_start: float | None = None
         self.job_end: float | None = None
         self.steps_seen = False
+        self.transitions_seen = False
+
+    def apply_status_transitions(self, transitions: list[dict[str, Any]], now_s: float) -> bool:
+        """CloudWatch variant: initialisation = from the first secondary status to "Training" (or to now)."""
+        starts = [(t.get("Status"), _epoch(t.get("StartTime"))) for t in transitions]
+        starts = [(status, at) for status, at in starts if at is not None]
+        if not starts:
+            return self.triggered()
+        self.transitions_seen = True
+        begin = min(at for _, at in starts)
+        training = min((at for status, at in starts if status == "Training"), default=None)
+        seconds = (training if training is not None else now_s) - begin
+        details = self.report["Details"]
+        details["job_start"] = begin
+        details["initialization_seconds"] = seconds
+        details["training_started"] = training is not None
+        if seconds > self.params["threshold"] * 60 and self.report["RuleTriggered"] == 0:
+            self._violation()
+        return self.triggered()
+
+    def gap(self, facts: Facts) -> str | None:
+        if self.source == "cloudwatch":
+            return None if self.transitions_seen else "the job has no secondary status transitions yet"
+        return self.not_applicable(facts)
 
     def evaluate(self, ctx: WindowContext) -> bool:
+        if self.source == "cloudwatch":
+            return self.triggered()  # judged from the status transitions, not from windows
         system = ctx.system
         if system.min_ts is not None:
             self.job_start = system.min_ts if self.job_start is None else min(self.job_start, system.min_ts)
@@ -755,6 +806,7 @@ class Dataloader(ProfilerRule):
     PARAMETERS = (("min_threshold", 70), ("max_threshold", 200))
     HIDDEN_PARAMETERS = (("patience", 10),)
     PARALLEL_RESET = 1000
+    CLOUDWATCH_GAP = "data loader events come from framework traces, which CloudWatch does not have"
     summary = "Number of parallel data loader processes far below or above the number of CPU cores"
 
     def __init__(self, **params: Any):
@@ -899,6 +951,7 @@ class OverallSystemUsage(ProfilerRule):
 class OverallFrameworkMetrics(ProfilerRule):
     name = "OverallFrameworkMetrics"
     summary = "Time split between training phases, CPU and GPU operators (informational, never triggers)"
+    CLOUDWATCH_GAP = "framework phases come from framework traces, which CloudWatch does not have"
 
     def __init__(self, **params: Any):
         super().__init__(**params)
@@ -965,6 +1018,27 @@ def split_report_overrides(parameters: dict[str, Any]) -> dict[str, dict[str, An
         cls = rule_class(rule_name)
         per_rule.setdefault(cls.name, {})[param.lower()] = value
     return per_rule
+
+
+def _epoch(value: Any) -> float | None:
+    """DescribeTrainingJob times: datetime from boto3, or epoch seconds / ISO strings from JSON."""
+    if value is None:
+        return None
+    if hasattr(value, "timestamp"):
+        return float(value.timestamp())
+    if isinstance(value, (int, float)):
+        return float(value) / 1000 if value > 1e11 else float(value)
+    if isinstance(value, str):
+        try:
+            return _epoch(float(value))
+        except ValueError:
+            from datetime import datetime
+
+            try:
+                return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+            except ValueError:
+                return None
+    return None
 
 
 def finite(value: float) -> bool:
