@@ -35,7 +35,7 @@ from ..model.training_request import (
     example_job_name,
     normalize_string_map,
 )
-from ._common import acknowledge, acknowledge_wildcards, located
+from ._common import acknowledge, acknowledge_wildcards
 from .rule_set import ProfilerRuleSet
 
 __all__ = ["ProfiledTrainingJob", "InputChannel"]

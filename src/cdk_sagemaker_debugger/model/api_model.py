@@ -8,10 +8,10 @@ their values are only known at deploy time.
 from __future__ import annotations
 
 import functools
-import regex
 from collections.abc import Mapping
 from typing import Any
 
+import regex
 from botocore.model import ListShape, MapShape, ServiceModel, Shape, StructureShape
 
 from .errors import RequestValidationError, did_you_mean
@@ -30,13 +30,13 @@ def sagemaker_model() -> ServiceModel:
     return botocore.session.get_session().get_service_model("sagemaker")
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def enum_values(shape_name: str) -> tuple[str, ...]:
     """Enum members of a named shape, e.g. ``enum_values("ProcessingInstanceType")``."""
     return tuple(sagemaker_model().shape_for(shape_name).enum)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _compiled(pattern: str) -> Any:
     # The model's patterns use Unicode property classes (\p{L}) that only the ``regex`` package understands.
     return regex.compile(pattern, regex.DOTALL)
