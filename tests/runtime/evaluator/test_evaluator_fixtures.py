@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from evaluator_jobs import FIXTURES, evaluate, report, small_spec, verdict
 
-from cdk_sagemaker_debugger.runtime.evaluator.engine import evaluate_store, RuleConfig
+from cdk_sagemaker_debugger.runtime.evaluator.engine import RuleConfig, evaluate_store
 from cdk_sagemaker_debugger.runtime.evaluator.numerics import jensen_shannon_distance
 from cdk_sagemaker_debugger.runtime.evaluator.readers import (
     ParseStats,

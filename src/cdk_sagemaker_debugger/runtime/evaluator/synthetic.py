@@ -94,8 +94,9 @@ def write_system(root: Path, spec: JobSpec) -> list[Path]:
             samples = per_minute if minute < spec.minutes else int(spec.partial_last_minute_s / step)
             lines: list[str] = []
             add = lines.append
+            skew = 0.0031 * node_index  # each node's agent samples on its own clock
             for i in range(samples):
-                base = minute_start + i * step
+                base = minute_start + i * step + skew
                 t = base - spec.start
                 ts = repr(round(base + _OFFSETS["i/o"], 6))
                 add(f'{{"Type":"i/o","Name":"IOPS","Dimension":"","Value":120.0,"NodeId":"{node}","Timestamp":{ts}}}')
