@@ -139,13 +139,14 @@ class SystemWindow:
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> SystemWindow:
         w = cls(state["index"], state["start_us"], state["end_us"])
-        w.gpu_util = state["gpu_util"]
-        w.gpu_mem = state["gpu_mem"]
+        # copies: the window keeps growing and must never write through into the state it was loaded from
+        w.gpu_util = {node: {gpu: list(v) for gpu, v in gpus.items()} for node, gpus in state["gpu_util"].items()}
+        w.gpu_mem = {node: {gpu: list(v) for gpu, v in gpus.items()} for node, gpus in state["gpu_mem"].items()}
         w.cpu_names = set(state["cpu_names"])
         w.gpu_names = set(state["gpu_names"])
         w.sums = {m: {node: dict((float(t), v) for t, v in pairs) for node, pairs in nodes.items()}
                   for m, nodes in state["sums"].items()}
-        w.runs = state["runs"]
+        w.runs = [[run[0], list(run[1]), list(run[2]), list(run[3])] for run in state["runs"]]
         w.min_ts = state["min_ts"]
         w.max_ts = state["max_ts"]
         w.records = state["records"]
