@@ -71,7 +71,7 @@ class TestFragment:
             debugger_rules.CreateXgboostReport(),
             debugger_rules.Rule.custom(
                 name="Mine", instance_type="ml.m5.xlarge", volume_size_in_gb=20, source=source, rule_to_invoke="Mine",
-                rule_parameters={"threshold": 3}, collections_to_save=[CollectionConfig("weights")],
+                parameters={"threshold": 3}, collections_to_save=[CollectionConfig("weights")],
             ),
         ]
         result = render(

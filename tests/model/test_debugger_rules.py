@@ -157,7 +157,7 @@ class TestRecordedSdkOutputs:
             local_path="/opt/ml/processing/output/rule",
             s3_output_path="s3://my-bucket/rule-output",
             other_trials=["s3://b/t1"],
-            rule_parameters={"threshold": 20.0},
+            parameters={"threshold": 20.0},
             collections_to_save=[CollectionConfig("gradients")],
             actions=ActionList(StopTraining("other-prefix")),
         )
@@ -429,12 +429,12 @@ class TestCustomRules:
         [("rule_to_invoke", "rule_to_invoke"), ("source_s3_uri", "source"), ("action_json", "actions"), ("other_trial_0", "other_trials")],
     )
     def test_reserved_rule_parameters(self, key, argument):
-        with pytest.raises(ConfigurationError, match=rf"rule_parameters.{key}: '{key}' is set by the library; pass it as the {argument}= argument"):
-            self.custom(rule_parameters={key: "x"})
+        with pytest.raises(ConfigurationError, match=rf"parameters.{key}: '{key}' is set by the library; pass it as the {argument}= argument"):
+            self.custom(parameters={key: "x"})
 
     def test_rule_parameter_values_must_be_scalars(self):
-        with pytest.raises(ConfigurationTypeError, match=r"rule_parameters.layers: expected a string, number or boolean"):
-            self.custom(rule_parameters={"layers": [1, 2]})
+        with pytest.raises(ConfigurationTypeError, match=r"parameters.layers: expected a string, number or boolean"):
+            self.custom(parameters={"layers": [1, 2]})
 
     def test_custom_rules_have_no_scope_warning(self):
         assert self.custom().framework_warning("xgboost") is None

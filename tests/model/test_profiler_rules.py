@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from cdk_sagemaker_debugger import rules
+from cdk_sagemaker_debugger import ActionList, Email, StopTraining, rules
 from cdk_sagemaker_debugger.model.errors import ConfigurationError, ConfigurationTypeError
 from cdk_sagemaker_debugger.model.profiler_catalog import PROFILER_RULE_SPECS
 
@@ -195,6 +195,9 @@ class TestCustomRules:
             ({"volume_size_in_gb": "30"}, r"volume_size_in_gb: expected an integer number of GB, got str '30'"),
             ({"rule_to_invoke": ""}, r"rule_to_invoke: is required"),
             ({"parameters": {"rule_to_invoke": "x"}}, r"'rule_to_invoke' is set by the library"),
+            ({"parameters": {"source_s3_uri": "s3://b/x.py"}}, r"parameters.source_s3_uri: .* pass it as the source= argument"),
+            ({"parameters": {"windows": [1, 2]}}, r"parameters.windows: expected a string, number or boolean"),
+            ({"parameters": {"": 1}}, r"parameters: parameter names must be non-empty strings"),
         ],
     )
     def test_custom_rule_validation(self, kwargs, message):
@@ -202,6 +205,24 @@ class TestCustomRules:
                 "volume_size_in_gb": 30, **kwargs}
         with pytest.raises(ConfigurationError, match=message):
             rules.ProfilerRule.custom(**args)
+
+
+@pytest.mark.parametrize(
+    ("build", "where"),
+    [
+        (lambda actions: rules.LowGPUUtilization(actions=actions), "rule 'LowGPUUtilization'"),
+        (lambda actions: rules.ProfilerReport(CPUBottleneck_threshold=90, actions=actions), "rule 'ProfilerReport'"),
+        (lambda actions: rules.ProfilerRule.custom(name="C", rule_to_invoke="R", source="s3://b/r.py",
+                                                   instance_type="ml.m5.xlarge", volume_size_in_gb=30, actions=actions),
+         "rule 'C'"),
+    ],
+)
+def test_actions_on_profiler_rules_are_explained(build, where):
+    with pytest.raises(ConfigurationError) as raised:
+        build(ActionList(StopTraining(), Email("ml@example.com")))
+    message = str(raised.value)
+    assert message.startswith(f"{where}: actions: SageMaker runs Email, SMS and StopTraining actions only for debugger")
+    assert "RuleAlarm" in message and "unknown parameter" not in message
 
 
 def test_from_name_builds_rules_and_suggests_names():

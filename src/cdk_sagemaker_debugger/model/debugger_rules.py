@@ -23,13 +23,11 @@ from types import MappingProxyType
 from typing import Any, ClassVar
 
 from .actions import ACTION_JSON_MAX_LENGTH, Action, ActionList, check_actions
-from .api_model import enum_values
 from .debug_hook import CollectionConfig
 from .errors import ConfigurationError, ConfigurationTypeError, did_you_mean
-from .images import builtin_rule_image, custom_rule_image
 from .parameters import ParameterSpec, is_token, validate_parameters
 from .parameters import _number as _finite_number
-from .profiler_rules import S3_URI, _check_name, check_rule_configuration
+from .rule_base import S3_URI, CustomRuleFields, RuleBase, check_custom_parameters
 
 __all__ = [
     "Rule",
@@ -574,20 +572,14 @@ def _check_collections(value: Any, *, where: str) -> tuple[CollectionConfig, ...
     return items
 
 
-class Rule:
+class Rule(RuleBase):
     """Base class of debugger rules. Use the catalog classes (``debugger_rules.LossNotDecreasing(...)``) or
     :meth:`Rule.custom`."""
 
     rule_to_invoke: str | None
-    name: str
-    local_path: str | None
-    s3_output_path: str | None
     other_trials: tuple[str, ...]
     actions: Action | ActionList | None
-    #: Parameters as given (Python values, in the order given); rendered as strings.
-    parameters: dict[str, Any]
 
-    is_custom: ClassVar[bool] = False
     #: Framework scope of a built-in rule; None for custom rules.
     scope: ClassVar[RuleScope | None] = None
     #: ``Rule.custom(name=..., ...)`` builds a :class:`CustomRule` (assigned below, once the class exists).
@@ -603,26 +595,10 @@ class Rule:
         other_trials: Any,
         collections_to_save: Any,
     ) -> None:
-        self.name = name
-        _check_name(name, self.where)
-        if s3_output_path is not None and not is_token(s3_output_path) and not S3_URI.fullmatch(str(s3_output_path)):
-            raise ConfigurationError(
-                f"must be an S3 URI like 's3://bucket/prefix', got {s3_output_path!r}.",
-                where=self.where,
-                field="s3_output_path",
-                value=s3_output_path,
-            )
-        self.local_path = local_path
-        self.s3_output_path = s3_output_path
+        self._init_output(name, local_path, s3_output_path)
         self.actions = check_actions(actions, where=self.where)
         self.other_trials = _check_other_trials(other_trials, where=self.where)
         self._collections_to_save = _check_collections(collections_to_save, where=self.where)
-
-    @property
-    def where(self) -> str:
-        """How error messages refer to this rule."""
-        name = getattr(self, "name", None)
-        return f"rule {name!r}" if name else f"rule {type(self).__name__}"
 
     @property
     def collections(self) -> tuple[CollectionConfig, ...]:
@@ -633,12 +609,6 @@ class Rule:
         return ()
 
     # -- hooks for subclasses ---------------------------------------------------------------------------------------------
-    def default_image(self, region: str) -> str:
-        return builtin_rule_image(region, where=self.where)
-
-    def _optional_fields(self) -> dict[str, Any]:
-        return {}
-
     def _leading_parameters(self, source_s3_uri: str | None) -> dict[str, Any]:
         return {"rule_to_invoke": self.rule_to_invoke}
 
@@ -700,31 +670,13 @@ class Rule:
         Give ``region`` (the rule image is looked up) or ``image_uri`` (used as is, e.g. a CloudFormation token).
         ``job_name_prefix`` fills in StopTraining actions without a prefix.
         """
-        if image_uri is None:
-            if region is None:
-                raise ConfigurationError(
-                    "needs region= (to look up the rule evaluator image) or image_uri=.", where=self.where, field="region"
-                )
-            image_uri = self.default_image(region)
-        config: dict[str, Any] = {"RuleConfigurationName": self.name, "RuleEvaluatorImage": image_uri}
-        # The SDK's build_dict omits falsy optional fields.
-        for key, value in (
-            *self._optional_fields().items(),
-            ("LocalPath", self.local_path),
-            ("S3OutputPath", self.s3_output_path),
-        ):
-            if value:
-                config[key] = value
         params: dict[str, Any] = {f"other_trial_{index}": trial for index, trial in enumerate(self.other_trials)}
         params.update(self._leading_parameters(source_s3_uri))
         params.update(self._rendered_parameters(job_name_prefix))
         action_json = self._action_json(job_name_prefix)
         if action_json is not None:
             params["action_json"] = action_json
-        if params:
-            config["RuleParameters"] = params
-        check_rule_configuration(config, where=self.where)
-        return config
+        return self._render_configuration(region=region, image_uri=image_uri, parameters=params)
 
     def framework_warning(self, framework_name: str | None) -> str | None:
         """A warning when the training framework is outside the rule's documented scope."""
@@ -734,10 +686,6 @@ class Rule:
             f"{self.where}: {type(self).__name__} applies to {self.scope.label} training, but the training image is "
             f"{framework_name}; the rule will probably find no tensors to check."
         )
-
-    def __repr__(self) -> str:
-        args = ", ".join(f"{key}={value!r}" for key, value in self.parameters.items())
-        return f"{type(self).__name__}(name={self.name!r}{', ' if args else ''}{args})"
 
 
 class BuiltinRule(Rule):
@@ -869,76 +817,20 @@ class BuiltinRule(Rule):
 
 # --- custom rules --------------------------------------------------------------------------------------------------------
 
-
-def check_instance_type(instance_type: Any, *, where: str) -> None:
-    """Raise unless ``instance_type`` is a SageMaker processing instance type (from botocore's enum)."""
-    if is_token(instance_type):
-        return
-    allowed = enum_values("ProcessingInstanceType")
-    if instance_type not in allowed:
-        raise ConfigurationError(
-            f"{instance_type!r} is not a SageMaker processing instance type."
-            f"{did_you_mean(str(instance_type), allowed)} Use e.g. 'ml.m5.xlarge'.",
-            where=where,
-            field="instance_type",
-            value=instance_type,
-        )
+#: Parameters of a custom debugger rule that the library sets, and the argument that sets each.
+_RESERVED_PARAMETERS = {
+    "rule_to_invoke": "rule_to_invoke",
+    "source_s3_uri": "source",
+    "action_json": "actions",
+    "other_trial_": "other_trials",
+}
 
 
-def check_volume_size(volume_size_in_gb: Any, *, where: str) -> None:
-    """Raise unless ``volume_size_in_gb`` is a whole number of GB from 1 to 16384."""
-    if is_token(volume_size_in_gb):
-        return
-    if isinstance(volume_size_in_gb, bool) or not isinstance(volume_size_in_gb, int):
-        raise ConfigurationTypeError(
-            f"expected an integer number of GB, got {type(volume_size_in_gb).__name__} {volume_size_in_gb!r}.",
-            where=where,
-            field="volume_size_in_gb",
-            value=volume_size_in_gb,
-        )
-    if not 1 <= volume_size_in_gb <= 16384:
-        raise ConfigurationError(
-            f"must be between 1 and 16384 GB, got {volume_size_in_gb}.",
-            where=where,
-            field="volume_size_in_gb",
-            value=volume_size_in_gb,
-        )
-
-
-def check_rule_source(source: Any, *, where: str) -> str:
-    """Return ``source`` as a string after checking it is an s3:// URI or an existing local .py file."""
-    if is_token(source):
-        return source
-    if not isinstance(source, (str, os.PathLike)):
-        raise ConfigurationTypeError(
-            f"expected a file path or s3:// URI, got {type(source).__name__}.", where=where, field="source", value=source
-        )
-    source = os.fspath(source)
-    if S3_URI.fullmatch(source):
-        return source
-    if not source.endswith(".py"):
-        raise ConfigurationError(
-            f"must be a Python file (.py) or an s3:// URI, got {source!r}.", where=where, field="source", value=source
-        )
-    if not os.path.isfile(source):
-        raise ConfigurationError(
-            f"file {source!r} does not exist (relative paths resolve from {os.getcwd()!r}).",
-            where=where,
-            field="source",
-            value=source,
-        )
-    return source
-
-
-_RESERVED_PARAMETERS = ("rule_to_invoke", "source_s3_uri", "action_json")
-
-
-class CustomRule(Rule):
+class CustomRule(CustomRuleFields, Rule):
     """A debugger rule you wrote: ``source`` (a local .py file or s3:// URI) run by the custom rule evaluator image of
     the region, or your own ``image_uri``. ``source`` and ``rule_to_invoke`` go together; ``other_trials`` passes other
-    jobs' Debugger output (``other_trial_0``, ...) for cross-run comparisons."""
-
-    is_custom = True
+    jobs' Debugger output (``other_trial_0``, ...) for cross-run comparisons. ``parameters`` are your rule's own
+    RuleParameters, sent as strings (the SDK calls them ``rule_parameters``)."""
 
     def __init__(
         self,
@@ -949,7 +841,7 @@ class CustomRule(Rule):
         image_uri: str | None = None,
         source: str | os.PathLike[str] | None = None,
         rule_to_invoke: str | None = None,
-        rule_parameters: Mapping[str, Any] | None = None,
+        parameters: Mapping[str, Any] | None = None,
         other_trials: Sequence[str] | None = None,
         collections_to_save: Sequence[CollectionConfig] | None = None,
         actions: Action | ActionList | None = None,
@@ -994,87 +886,14 @@ class CustomRule(Rule):
                 field="rule_to_invoke",
                 value=rule_to_invoke,
             )
-        check_instance_type(instance_type, where=where)
-        check_volume_size(volume_size_in_gb, where=where)
-        self.instance_type = instance_type
-        self.volume_size_in_gb = volume_size_in_gb
-        self.image_uri = image_uri
         self.rule_to_invoke = rule_to_invoke
-        self.source = None if source is None else check_rule_source(source, where=where)
-        self.parameters = self._check_rule_parameters(rule_parameters)
-
-    def _check_rule_parameters(self, rule_parameters: Mapping[str, Any] | None) -> dict[str, Any]:
-        if rule_parameters is None:
-            return {}
-        if not isinstance(rule_parameters, Mapping):
-            raise ConfigurationTypeError(
-                f"expected a dict of parameter name to value, got {type(rule_parameters).__name__}.",
-                where=self.where,
-                field="rule_parameters",
-            )
-        for key, value in rule_parameters.items():
-            if not isinstance(key, str) or not key:
-                raise ConfigurationTypeError(
-                    f"parameter names must be non-empty strings, got {key!r}.", where=self.where, field="rule_parameters"
-                )
-            if key in _RESERVED_PARAMETERS or key.startswith("other_trial_"):
-                argument = {"source_s3_uri": "source", "action_json": "actions"}.get(key, key)
-                if key.startswith("other_trial_"):
-                    argument = "other_trials"
-                raise ConfigurationError(
-                    f"{key!r} is set by the library; pass it as the {argument}= argument instead.",
-                    where=self.where,
-                    field=f"rule_parameters.{key}",
-                )
-            if not is_token(value) and (value is None or not isinstance(value, (str, int, float, bool))):
-                raise ConfigurationTypeError(
-                    f"expected a string, number or boolean (sent as a string), got {type(value).__name__} {value!r}.",
-                    where=self.where,
-                    field=f"rule_parameters.{key}",
-                    value=value,
-                )
-        return dict(rule_parameters)
-
-    @property
-    def has_local_source(self) -> bool:
-        """True when ``source`` is a local file the construct must upload (as an S3 asset) before rendering."""
-        return self.source is not None and not is_token(self.source) and not S3_URI.fullmatch(self.source)
-
-    def default_image(self, region: str) -> str:
-        return self.image_uri if self.image_uri is not None else custom_rule_image(region, where=self.where)
-
-    def _optional_fields(self) -> dict[str, Any]:
-        return {"InstanceType": self.instance_type, "VolumeSizeInGB": self.volume_size_in_gb}
+        self._init_custom_fields(
+            instance_type=instance_type, volume_size_in_gb=volume_size_in_gb, image_uri=image_uri, source=source
+        )
+        self.parameters = check_custom_parameters(parameters, where=where, reserved=_RESERVED_PARAMETERS)
 
     def _leading_parameters(self, source_s3_uri: str | None) -> dict[str, Any]:
-        params: dict[str, Any] = {}
-        source = source_s3_uri if source_s3_uri is not None else self.source
-        if source:
-            params["source_s3_uri"] = source
-        if self.rule_to_invoke:
-            params["rule_to_invoke"] = self.rule_to_invoke
-        return params
-
-    def to_rule_configuration(
-        self,
-        *,
-        region: str | None = None,
-        image_uri: str | None = None,
-        job_name_prefix: str | None = None,
-        source_s3_uri: str | None = None,
-    ) -> dict[str, Any]:
-        if self.image_uri is not None:
-            image_uri = self.image_uri
-        if self.has_local_source and source_s3_uri is None:
-            raise ConfigurationError(
-                f"source {self.source!r} is a local file; upload it and pass source_s3_uri= (ProfiledTrainingJob does "
-                "this for you with an S3 asset).",
-                where=self.where,
-                field="source",
-            )
-        return super().to_rule_configuration(
-            region=region, image_uri=image_uri, job_name_prefix=job_name_prefix, source_s3_uri=source_s3_uri
-        )
+        return self._source_parameters(source_s3_uri)
 
 
 Rule.custom = CustomRule
