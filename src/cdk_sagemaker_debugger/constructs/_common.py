@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
@@ -18,11 +19,25 @@ from ..model.images import (
     builtin_rule_image,
     custom_rule_image,
 )
+from ..model.parameters import is_token
 
 T = TypeVar("T")
 
 _MAPPING_ID = "CdkSageMakerDebuggerRuleImageAccounts"
 _REGION_RULE_ID = "CdkSageMakerDebuggerRuleImageRegions"
+
+
+class LazyPath:
+    """A construct path computed only when an error message needs it (each lookup is a round trip to jsii)."""
+
+    def __init__(self, scope: IConstruct) -> None:
+        self._scope = scope
+
+    def __str__(self) -> str:
+        return self._scope.node.path
+
+    def __bool__(self) -> bool:
+        return True
 
 
 def located(scope: IConstruct, action: Callable[[], T]) -> T:
@@ -33,10 +48,19 @@ def located(scope: IConstruct, action: Callable[[], T]) -> T:
         raise error.at(scope.node.path) from None
 
 
+# Synthesis crosses into the jsii (Node.js) process for every CDK call; these per-stack memos keep the many rule
+# renderings of a stack from asking the same questions again.
+_REGIONS: weakref.WeakKeyDictionary[cdk.Stack, str | None] = weakref.WeakKeyDictionary()
+_IMAGES: weakref.WeakKeyDictionary[cdk.Stack, dict[tuple[str, bool], str]] = weakref.WeakKeyDictionary()
+
+
 def concrete_region(scope: IConstruct) -> str | None:
     """The stack's region, or None in an environment-agnostic stack."""
-    region = cdk.Stack.of(scope).region
-    return None if cdk.Token.is_unresolved(region) else region
+    stack = _stack_of(scope)
+    if stack not in _REGIONS:
+        region = stack.region
+        _REGIONS[stack] = None if cdk.Token.is_unresolved(region) else region
+    return _REGIONS[stack]
 
 
 def _accounts_mapping(stack: cdk.Stack) -> cdk.CfnMapping:
@@ -80,12 +104,29 @@ def _require_region_rule(stack: cdk.Stack, kind: str, regions: Iterable[str]) ->
     )
 
 
+def _stack_of(scope: IConstruct) -> cdk.Stack:
+    return scope if isinstance(scope, cdk.Stack) else cdk.Stack.of(scope)
+
+
 def rule_image(scope: IConstruct, *, custom: bool) -> str:
-    """The rule evaluator image for the stack's region: a literal URI, or Fn::FindInMap on AWS::Region when agnostic."""
-    region = concrete_region(scope)
+    """The rule evaluator image for the stack's region: a literal URI, or Fn::FindInMap on AWS::Region when agnostic.
+
+    ``scope`` may be the stack itself, which saves a lookup when rendering many rules.
+    """
+    if not isinstance(scope, cdk.Stack):
+        return located(scope, lambda: rule_image(cdk.Stack.of(scope), custom=custom))
+    stack = scope
+    cache = _IMAGES.setdefault(stack, {})
+    key = ("image", custom)
+    if key not in cache:
+        cache[key] = _rule_image(stack, custom)
+    return cache[key]
+
+
+def _rule_image(stack: cdk.Stack, custom: bool) -> str:
+    region = concrete_region(stack)
     if region is not None:
-        return located(scope, lambda: custom_rule_image(region) if custom else builtin_rule_image(region))
-    stack = cdk.Stack.of(scope)
+        return custom_rule_image(region) if custom else builtin_rule_image(region)
     kind, table, repository = (
         ("custom", CUSTOM_RULE_ACCOUNTS, CUSTOM_RULE_REPOSITORY)
         if custom
@@ -98,15 +139,25 @@ def rule_image(scope: IConstruct, *, custom: bool) -> str:
 
 def rule_image_repository_arn(scope: IConstruct, *, custom: bool) -> str:
     """ARN of the rule image repository, for the execution role's pull permission."""
-    stack = cdk.Stack.of(scope)
-    region = concrete_region(scope)
+    if not isinstance(scope, cdk.Stack):
+        return located(scope, lambda: rule_image_repository_arn(cdk.Stack.of(scope), custom=custom))
+    stack = scope
+    cache = _IMAGES.setdefault(stack, {})
+    key = ("repository", custom)
+    if key not in cache:
+        cache[key] = _rule_image_repository_arn(stack, custom)
+    return cache[key]
+
+
+def _rule_image_repository_arn(stack: cdk.Stack, custom: bool) -> str:
+    region = concrete_region(stack)
     table, repository, kind = (
         (CUSTOM_RULE_ACCOUNTS, CUSTOM_RULE_REPOSITORY, "custom")
         if custom
         else (BUILTIN_RULE_ACCOUNTS, BUILTIN_RULE_REPOSITORY, "builtin")
     )
     if region is not None:
-        rule_image(scope, custom=custom)  # raises the located UnsupportedRegionError when absent
+        rule_image(stack, custom=custom)  # raises UnsupportedRegionError when absent
         account = table[region]
     else:
         account = _accounts_mapping(stack).find_in_map(cdk.Aws.REGION, kind)
@@ -115,9 +166,10 @@ def rule_image_repository_arn(scope: IConstruct, *, custom: bool) -> str:
 
 def acknowledge(scope: Construct, findings: dict[str, str]) -> None:
     """Acknowledge cdk-nag / validation findings on ``scope`` and its children, each with its specific reason."""
-    validations = cdk.Validations.of(scope)
-    for finding_id, reason in findings.items():
-        validations.acknowledge(cdk.Acknowledgment(id=finding_id, reason=reason))
+    if findings:
+        cdk.Validations.of(scope).acknowledge(
+            *(cdk.Acknowledgment(id=finding_id, reason=reason) for finding_id, reason in findings.items())
+        )
 
 
 def nag_reference(scope: IConstruct, value: str) -> str:
@@ -146,10 +198,11 @@ def acknowledge_wildcards(scope: Construct, findings: dict[str, str]) -> None:
     Keys are ``"Action::<action pattern>"`` or ``"Resource::<resource>"``; a resource may hold CDK tokens (it is spelled
     the way cdk-nag spells it).
     """
-    resolved = {}
-    for key, reason in findings.items():
-        kind, _, target = key.partition("::")
-        if kind == "Resource":
-            target = nag_reference(scope, target)
-        resolved[f"AwsSolutions::AwsSolutions-IAM5[{kind}::{target}]"] = reason
-    acknowledge(scope, resolved)
+    parts = [key.partition("::") for key in findings]
+    # One resolve for all tokenized resources instead of one jsii round trip each.
+    tokenized = [target for kind, _, target in parts if kind == "Resource" and is_token(target)]
+    spelled = dict(zip(tokenized, (_flatten(v) for v in cdk.Stack.of(scope).resolve(tokenized)), strict=True)) if tokenized else {}
+    acknowledge(scope, {
+        f"AwsSolutions::AwsSolutions-IAM5[{kind}::{spelled.get(target, target)}]": reason
+        for (kind, _, target), reason in zip(parts, findings.values(), strict=True)
+    })

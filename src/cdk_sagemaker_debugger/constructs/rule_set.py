@@ -12,7 +12,9 @@ from aws_cdk import aws_s3_assets as s3_assets
 from constructs import Construct
 
 from ..model.errors import ConfigurationError, ConfigurationTypeError
+from ..model.parameters import is_token
 from ..model.profiler_rules import CustomProfilerRule, ProfilerRule
+from ._common import LazyPath as _LazyPath
 from ._common import located, rule_image, rule_image_repository_arn
 
 __all__ = ["ProfilerRuleSet", "MAX_PROFILER_RULES"]
@@ -33,6 +35,7 @@ class ProfilerRuleSet(Construct):
 
     def __init__(self, scope: Construct, id: str, *, rules: Sequence[ProfilerRule] | None = None) -> None:
         super().__init__(scope, id)
+        self._stack = cdk.Stack.of(self)
         self._rules: list[ProfilerRule] = []
         self._assets: dict[str, s3_assets.Asset] = {}
         for rule in rules or ():
@@ -49,7 +52,7 @@ class ProfilerRuleSet(Construct):
 
     def add_rule(self, rule: ProfilerRule) -> ProfilerRuleSet:
         """Add a rule. Raises at once on a duplicate name, the 21st rule or a region without the rule's image."""
-        path = self.node.path
+        path = _LazyPath(self)
         if not isinstance(rule, ProfilerRule):
             hint = " Debugger (tensor) rules go to ProfiledTrainingJob(debugger_rules=[...])." if hasattr(
                 rule, "collections"
@@ -68,7 +71,7 @@ class ProfilerRuleSet(Construct):
                 field="rules",
                 value=rule.name,
             )
-        if not cdk.Token.is_unresolved(rule.name) and any(existing.name == rule.name for existing in self._rules):
+        if not is_token(rule.name) and any(existing.name == rule.name for existing in self._rules):
             raise ConfigurationError(
                 f"RuleConfigurationName {rule.name!r} is already used in this rule set; names must be unique. "
                 f"Pass name='{rule.name}2' (or another unique name) to the second rule.",
@@ -76,7 +79,7 @@ class ProfilerRuleSet(Construct):
                 field="rules",
                 value=rule.name,
             )
-        located(self, lambda: rule_image(self, custom=rule.is_custom and getattr(rule, "image_uri", None) is None))
+        located(self, lambda: rule_image(self._stack, custom=rule.is_custom and getattr(rule, "image_uri", None) is None))
         self._rules.append(rule)
         if isinstance(rule, CustomProfilerRule) and rule.has_local_source:
             self._assets[rule.name] = s3_assets.Asset(self, f"Source{len(self._assets)}", path=rule.source)
@@ -94,7 +97,7 @@ class ProfilerRuleSet(Construct):
             asset = self._assets.get(rule.name)
             source_uri = asset.s3_object_url if asset is not None else None
             custom_image = rule.is_custom and getattr(rule, "image_uri", None) is None
-            image = getattr(rule, "image_uri", None) or rule_image(self, custom=custom_image)
+            image = getattr(rule, "image_uri", None) or rule_image(self._stack, custom=custom_image)
             configurations.append(
                 located(self, lambda r=rule, i=image, s=source_uri: r.to_rule_configuration(image_uri=i, source_s3_uri=s))
             )
@@ -114,5 +117,5 @@ class ProfilerRuleSet(Construct):
         arns: list[str] = []
         for custom in (False, True):
             if any((r.is_custom and getattr(r, "image_uri", None) is None) == custom for r in self._rules):
-                arns.append(rule_image_repository_arn(self, custom=custom))
+                arns.append(rule_image_repository_arn(self._stack, custom=custom))
         return arns

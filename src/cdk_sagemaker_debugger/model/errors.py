@@ -30,7 +30,7 @@ def did_you_mean(value: str, candidates: Iterable[str]) -> str:
 
 def describe_location(where: str | None, field: str | None) -> str:
     """Join a construct path / rule name and a field into ``"Training/Job: Field.Sub"``."""
-    parts = [p for p in (where, field) if p]
+    parts = [str(p) for p in (where, field) if p]
     return ": ".join(parts)
 
 
@@ -49,6 +49,8 @@ class ConfigurationError(ValueError):
         """Return a copy of this error located at ``where`` (for example a construct path)."""
         if self.where:
             where = f"{where} > {self.where}"
+        else:
+            where = str(where)
         return type(self)(self.reason, where=where, field=self.field, value=self.value)
 
 
