@@ -45,11 +45,11 @@ chromium:
 	else echo "chromium not found; the HTML screenshot test will be skipped"; fi; }
 
 test: venv node chromium
-	$(PY) -m ruff check src tests stacks benchmarks app.py
+	$(PY) -m ruff check src tests stacks benchmarks tools app.py
 	$(PY) -m pytest -q
 
 lint: venv
-	$(PY) -m ruff check src tests stacks benchmarks app.py
+	$(PY) -m ruff check src tests stacks benchmarks tools app.py
 
 bench: venv
 	$(PY) benchmarks/synth.py

@@ -162,3 +162,17 @@ PROFILER_RULE_SPECS: Mapping[str, ProfilerRuleSpec] = MappingProxyType({s.name: 
 OVERRIDABLE_BY_PROFILER_REPORT: Mapping[str, ProfilerRuleSpec] = MappingProxyType(
     {s.name: s for s in _SPECS if s.overridable}
 )
+
+
+def catalog_markdown() -> str:
+    """The README's rule catalog table, generated from the catalog (a test keeps the README in sync)."""
+    lines = [
+        "| Rule | Reads | Parameters (default) | What it checks |",
+        "|---|---|---|---|",
+        "| `ProfilerReport` | both | `<Rule>_<parameter>` overrides for the rules below (except OverallFrameworkMetrics) "
+        "| Runs every built-in rule and writes the profiler report. |",
+    ]
+    for spec in PROFILER_RULE_SPECS.values():
+        params = ", ".join(f"`{p.name}`={p.default!r}" for p in spec.parameters)
+        lines.append(f"| `{spec.name}` | {spec.data} | {params} | {spec.summary} |")
+    return "\n".join(lines)

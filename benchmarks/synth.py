@@ -1,0 +1,192 @@
+#!/usr/bin/env python3
+"""Synthesis cost of ProfiledTrainingJob against a hand-written raw-L1 baseline that builds the same templates.
+
+Prints seconds per job for 1, 10 and 50 jobs in one stack, and the ratio construct/baseline, both measured in this
+process (best of --repeat runs, after a warm-up that pays jsii's start and the template validator's first load).
+Usage: python benchmarks/synth.py [--repeat 3] [--counts 1,10,50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import stacks  # noqa: E402,F401  (supported Node.js for jsii, before aws_cdk loads)
+
+# isort: split
+import aws_cdk as cdk  # noqa: E402
+from aws_cdk import aws_iam as iam  # noqa: E402
+from aws_cdk import aws_logs as logs  # noqa: E402
+from aws_cdk import aws_s3 as s3  # noqa: E402
+from aws_cdk import aws_stepfunctions as sfn  # noqa: E402
+
+from cdk_sagemaker_debugger import ProfiledTrainingJob, ProfilerRuleSet, rules  # noqa: E402
+
+REGION = "us-east-1"
+IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
+RULE_IMAGE = "503895931360.dkr.ecr.us-east-1.amazonaws.com/sagemaker-debugger-rules:latest"
+
+
+def construct_job(stack: cdk.Stack, index: int) -> None:
+    rule_set = ProfilerRuleSet(stack, f"Rules{index}", rules=[
+        rules.ProfilerReport(CPUBottleneck_threshold=90),
+        rules.LowGPUUtilization(threshold_p95=80),
+        rules.StepOutlier(stddev=5),
+    ])
+    ProfiledTrainingJob(stack, f"Job{index}", job_name_prefix=f"resnet{index}", training_image=IMAGE,
+                        instance_type="ml.g5.2xlarge", instance_count=1, rule_set=rule_set)
+
+
+def _statement(**fields):
+    return {"Effect": "Allow", **fields}
+
+
+def baseline_job(stack: cdk.Stack, index: int) -> None:
+    """The same resources written by hand with L1 constructs only: no validation, no rendering helpers."""
+    prefix = f"resnet{index}"
+    account = cdk.Aws.ACCOUNT_ID
+    bucket = s3.CfnBucket(
+        stack, f"Bucket{index}",
+        bucket_encryption={"serverSideEncryptionConfiguration": [
+            {"bucketKeyEnabled": True, "serverSideEncryptionByDefault": {"sseAlgorithm": "aws:kms"}}]},
+        public_access_block_configuration={"blockPublicAcls": True, "blockPublicPolicy": True,
+                                           "ignorePublicAcls": True, "restrictPublicBuckets": True},
+        versioning_configuration={"status": "Enabled"},
+    )
+    objects = cdk.Fn.join("", [bucket.attr_arn, "/*"])
+    s3.CfnBucketPolicy(stack, f"BucketPolicy{index}", bucket=bucket.ref, policy_document={
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Action": "s3:*", "Effect": "Deny", "Principal": {"AWS": "*"}, "Resource": [bucket.attr_arn, objects],
+             "Condition": {"Bool": {"aws:SecureTransport": "false"}}},
+            {"Action": "s3:*", "Effect": "Deny", "Principal": {"AWS": "*"}, "Resource": [bucket.attr_arn, objects],
+             "Condition": {"NumericLessThan": {"s3:TlsVersion": 1.2}}},
+        ],
+    })
+    role = iam.CfnRole(stack, f"ExecutionRole{index}", description=f"SageMaker execution role of training jobs {prefix}-*",
+                       assume_role_policy_document={"Version": "2012-10-17", "Statement": [_statement(
+                           Action="sts:AssumeRole", Principal={"Service": "sagemaker.amazonaws.com"})]})
+    output_objects = cdk.Fn.join("", [bucket.attr_arn, "/training/*"])
+    iam.CfnPolicy(stack, f"ExecutionPolicy{index}", policy_name=f"ExecutionPolicy{index}", roles=[role.ref],
+                  policy_document={"Version": "2012-10-17", "Statement": [
+                      _statement(Action=["s3:GetBucket*", "s3:GetObject*", "s3:List*"], Resource=[bucket.attr_arn, output_objects]),
+                      _statement(Action=["s3:Abort*", "s3:PutObject", "s3:PutObjectLegalHold", "s3:PutObjectRetention",
+                                         "s3:PutObjectTagging", "s3:PutObjectVersionTagging"], Resource=output_objects),
+                      _statement(Action=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+                                 Resource=[f"arn:aws:ecr:{REGION}:503895931360:repository/sagemaker-debugger-rules",
+                                           f"arn:aws:ecr:{REGION}:763104351884:repository/pytorch-training"]),
+                      _statement(Action="ecr:GetAuthorizationToken", Resource="*"),
+                      _statement(Action="cloudwatch:PutMetricData", Resource="*",
+                                 Condition={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*"]}}),
+                      _statement(Action=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:DescribeLogStreams",
+                                         "logs:PutLogEvents"],
+                                 Resource=[f"arn:aws:logs:{REGION}:{account}:log-group:/aws/sagemaker/ProcessingJobs:*",
+                                           f"arn:aws:logs:{REGION}:{account}:log-group:/aws/sagemaker/TrainingJobs:*"]),
+                  ]})
+    log_group = logs.CfnLogGroup(stack, f"Logs{index}", retention_in_days=365)
+    machine_role = iam.CfnRole(stack, f"MachineRole{index}", assume_role_policy_document={
+        "Version": "2012-10-17", "Statement": [_statement(
+            Action="sts:AssumeRole", Principal={"Service": "states.amazonaws.com"},
+            Condition={"ArnLike": {"aws:SourceArn": f"arn:aws:states:{REGION}:{account}:stateMachine:*"},
+                       "StringEquals": {"aws:SourceAccount": account}})]})
+    iam.CfnPolicy(stack, f"MachinePolicy{index}", policy_name=f"MachinePolicy{index}", roles=[machine_role.ref],
+                  policy_document={"Version": "2012-10-17", "Statement": [
+                      _statement(Action=["logs:CreateLogDelivery", "logs:DeleteLogDelivery", "logs:DescribeLogGroups",
+                                         "logs:DescribeResourcePolicies", "logs:GetLogDelivery", "logs:ListLogDeliveries",
+                                         "logs:PutResourcePolicy", "logs:UpdateLogDelivery", "xray:GetSamplingRules",
+                                         "xray:GetSamplingTargets", "xray:PutTelemetryRecords", "xray:PutTraceSegments"],
+                                 Resource="*"),
+                      _statement(Action=["sagemaker:AddTags", "sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob",
+                                         "sagemaker:ListTags", "sagemaker:StopTrainingJob"],
+                                 Resource=f"arn:aws:sagemaker:{REGION}:{account}:training-job/{prefix}-*"),
+                      _statement(Action="iam:PassRole", Resource=role.attr_arn,
+                                 Condition={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}),
+                      _statement(Action=["events:DescribeRule", "events:PutRule", "events:PutTargets"],
+                                 Resource=f"arn:aws:events:{REGION}:{account}:rule/StepFunctionsGetEventsForSageMakerTrainingJobsRule"),
+                  ]})
+    output = f"s3://{bucket.ref}/training"
+    image_rules = [
+        {"RuleConfigurationName": "ProfilerReport", "RuleEvaluatorImage": RULE_IMAGE,
+         "RuleParameters": {"CPUBottleneck_threshold": "90", "rule_to_invoke": "ProfilerReport"}},
+        {"RuleConfigurationName": "LowGPUUtilization", "RuleEvaluatorImage": RULE_IMAGE,
+         "RuleParameters": {"threshold_p95": "80", "threshold_p5": "10", "window": "500", "patience": "1000",
+                            "scan_interval_us": "60000000", "rule_to_invoke": "LowGPUUtilization"}},
+        {"RuleConfigurationName": "StepOutlier", "RuleEvaluatorImage": RULE_IMAGE,
+         "RuleParameters": {"stddev": "5", "mode": "None", "n_outliers": "10", "scan_interval_us": "60000000",
+                            "rule_to_invoke": "StepOutlier"}},
+    ]
+    definition = {"StartAt": "NameJob", "States": {
+        "NameJob": {"Type": "Pass", "ResultPath": "$.jobNaming",
+                    "Parameters": {"parts.$": "States.StringSplit(States.UUID(), '-')"}, "Next": "CreateTrainingJob"},
+        "CreateTrainingJob": {"End": True, "Type": "Task",
+                              "Resource": "arn:aws:states:::sagemaker:createTrainingJob.sync",
+                              "Parameters": {
+                                  "TrainingJobName.$": f"States.Format('{prefix}-{{}}{{}}', $.jobNaming.parts[0], $.jobNaming.parts[4])",
+                                  "AlgorithmSpecification": {"TrainingImage": IMAGE, "TrainingInputMode": "File"},
+                                  "RoleArn": role.attr_arn,
+                                  "OutputDataConfig": {"S3OutputPath": output},
+                                  "ResourceConfig": {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 30},
+                                  "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
+                                  "ProfilerConfig": {"S3OutputPath": output, "DisableProfiler": False},
+                                  "ProfilerRuleConfigurations": image_rules},
+                              "ResultPath": "$.trainingJob",
+                              "Retry": [{"ErrorEquals": ["SageMaker.AmazonSageMakerException"], "IntervalSeconds": 30,
+                                         "MaxAttempts": 3, "BackoffRate": 2}]}}}
+    machine = sfn.CfnStateMachine(
+        stack, f"StateMachine{index}", role_arn=machine_role.attr_arn,
+        definition_string=stack.to_json_string(definition),
+        tracing_configuration={"enabled": True},
+        logging_configuration={"level": "ALL", "includeExecutionData": False,
+                               "destinations": [{"cloudWatchLogsLogGroup": {"logGroupArn": log_group.attr_arn}}]},
+    )
+    machine.add_resource_dependency(machine_role)
+
+
+def synth(builder, count: int) -> tuple[float, dict]:
+    with tempfile.TemporaryDirectory() as out:
+        start = time.perf_counter()
+        app = cdk.App(outdir=out)
+        stack = cdk.Stack(app, "Bench", env=cdk.Environment(region=REGION))
+        for index in range(count):
+            builder(stack, index)
+        assembly = app.synth()
+        elapsed = time.perf_counter() - start
+        template = json.loads(Path(assembly.get_stack_by_name("Bench").template_full_path).read_text())
+    return elapsed, template
+
+
+def resource_types(template: dict) -> collections.Counter:
+    return collections.Counter(r["Type"] for r in template["Resources"].values() if r["Type"] != "AWS::CDK::Metadata")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--counts", default="1,10,50")
+    args = parser.parse_args()
+    counts = [int(c) for c in args.counts.split(",")]
+    synth(construct_job, 1)  # warm-up: jsii start and the built-in template validator
+    synth(baseline_job, 1)
+    print(f"{'jobs':>5} {'construct s/job':>16} {'baseline s/job':>15} {'ratio':>6}")
+    for count in counts:
+        ours, base = [], []
+        for _ in range(args.repeat):  # interleaved so machine noise hits both sides alike
+            elapsed, ours_template = synth(construct_job, count)
+            ours.append(elapsed)
+            elapsed, base_template = synth(baseline_job, count)
+            base.append(elapsed)
+        if resource_types(ours_template) != resource_types(base_template):
+            raise SystemExit(f"templates differ: {resource_types(ours_template)} vs {resource_types(base_template)}")
+        best_ours, best_base = min(ours) / count, min(base) / count
+        print(f"{count:>5} {best_ours:>16.4f} {best_base:>15.4f} {best_ours / best_base:>6.2f}")
+
+
+if __name__ == "__main__":
+    main()

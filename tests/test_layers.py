@@ -1,0 +1,71 @@
+"""The three layers import in one direction only (read from the source, so a violation cannot hide in a branch)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from helpers import ROOT
+
+PACKAGE = ROOT / "src" / "cdk_sagemaker_debugger"
+
+
+def imported_modules(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            prefix = "." * node.level
+            names.add(f"{prefix}{node.module or ''}")
+    return names
+
+
+def offenders(folder: Path, forbidden: tuple[str, ...]) -> list[str]:
+    found = []
+    for path in sorted(folder.rglob("*.py")):
+        for name in imported_modules(path):
+            if any(name == f or name.startswith(f"{f}.") for f in forbidden):
+                found.append(f"{path.relative_to(ROOT)} imports {name}")
+    return found
+
+
+def test_model_imports_neither_aws_cdk_nor_boto3():
+    assert offenders(PACKAGE / "model", ("aws_cdk", "constructs", "jsii", "boto3")) == []
+
+
+def test_model_does_not_import_constructs_or_runtime():
+    bad = [f for f in offenders(PACKAGE / "model", ("cdk_sagemaker_debugger",))]
+    relative_up = [
+        f"{p.relative_to(ROOT)} imports {n}"
+        for p in (PACKAGE / "model").rglob("*.py")
+        for n in imported_modules(p)
+        if n.startswith("..")
+    ]
+    assert bad == [] and relative_up == []
+
+
+def test_runtime_imports_no_cdk_and_nothing_outside_its_subpackage():
+    runtime = PACKAGE / "runtime"
+    assert offenders(runtime, ("aws_cdk", "constructs", "jsii", "cdk_sagemaker_debugger")) == []
+    escaping = [
+        f"{p.relative_to(ROOT)} imports {n}"
+        for p in runtime.rglob("*.py")
+        for n in imported_modules(p)
+        if n.startswith("..") and p.parent != runtime  # a subpackage must stay importable as a top-level package
+    ]
+    assert escaping == []
+
+
+def test_importing_the_model_and_cli_does_not_start_jsii():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, cdk_sagemaker_debugger.rules, cdk_sagemaker_debugger.images, cdk_sagemaker_debugger.debugger_rules\n"
+        "import cdk_sagemaker_debugger.cli\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aws_cdk', 'jsii', 'constructs')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
