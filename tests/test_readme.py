@@ -49,3 +49,10 @@ def test_non_cdk_examples_in_readme_hold():
     config = rules.LowGPUUtilization(threshold_p95=80).to_rule_configuration(region="us-west-2")
     assert f"'RuleEvaluatorImage': '{config['RuleEvaluatorImage']}'" in README
     assert images.builtin_rule_image("cn-north-1") in README
+
+
+def test_rule_stubs_are_current():
+    """rules.pyi gives type checkers the signatures of the generated rule classes."""
+    result = subprocess.run([sys.executable, str(ROOT / "tools" / "generate_stubs.py"), "--check"],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr

@@ -1,0 +1,170 @@
+"""Type stubs for the profiler rule classes generated from the catalog (written by tools/generate_stubs.py)."""
+
+from typing import Any
+
+from .model.profiler_rules import BuiltinProfilerRule as BuiltinProfilerRule
+from .model.profiler_rules import CustomProfilerRule as CustomProfilerRule
+from .model.profiler_rules import ProfilerReport as ProfilerReport
+from .model.profiler_rules import ProfilerRule as ProfilerRule
+
+def from_name(rule_name: str, **parameters: Any) -> ProfilerRule: ...
+
+class BatchSize(BuiltinProfilerRule):
+    """Flags GPUs that may be underused because the batch size is too small (low p95 CPU, GPU and GPU memory usage)."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        cpu_threshold_p95: float = 70,
+        gpu_threshold_p95: float = 70,
+        gpu_memory_threshold_p95: float = 70,
+        patience: int = 1000,
+        window: int = 500,
+        scan_interval_us: int = 60000000,
+    ) -> None: ...
+
+class CPUBottleneck(BuiltinProfilerRule):
+    """Flags steps where the CPU is busy while the GPU waits for data."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        threshold: float = 50,
+        gpu_threshold: float = 10,
+        cpu_threshold: float = 90,
+        patience: int = 1000,
+        scan_interval_us: int = 60000000,
+    ) -> None: ...
+
+class Dataloader(BuiltinProfilerRule):
+    """Checks that the number of parallel data loaders suits the CPU cores of the instance."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        min_threshold: float = 70,
+        max_threshold: float = 200,
+        scan_interval_us: int = 60000000,
+    ) -> None: ...
+
+class GPUMemoryIncrease(BuiltinProfilerRule):
+    """Flags a large increase of GPU memory usage (possible memory leak or growing batches)."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        increase: float = 5,
+        patience: int = 1000,
+        window: int = 10,
+        scan_interval_us: int = 60000000,
+    ) -> None: ...
+
+class IOBottleneck(BuiltinProfilerRule):
+    """Flags steps where I/O wait is high while the GPU is idle."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        threshold: float = 50,
+        gpu_threshold: float = 10,
+        io_threshold: float = 50,
+        patience: int = 1000,
+        scan_interval_us: int = 60000000,
+    ) -> None: ...
+
+class LoadBalancing(BuiltinProfilerRule):
+    """Flags unbalanced workload across the GPUs of a node."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        threshold: float = 0.5,
+        patience: int = 1000,
+        scan_interval_us: int = 60000000,
+    ) -> None: ...
+
+class LowGPUUtilization(BuiltinProfilerRule):
+    """Flags GPUs with low or fluctuating utilization."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        threshold_p95: float = 70,
+        threshold_p5: float = 10,
+        window: int = 500,
+        patience: int = 1000,
+        scan_interval_us: int = 60000000,
+    ) -> None: ...
+
+class MaxInitializationTime(BuiltinProfilerRule):
+    """Flags a training initialization that takes too long before the first step."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        threshold: float = 20,
+        scan_interval_us: int = 60000000,
+    ) -> None: ...
+
+class OverallFrameworkMetrics(BuiltinProfilerRule):
+    """Summarizes time spent in framework phases (forward, backward, data loading); never triggers."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        scan_interval_us: int = 60000000,
+    ) -> None: ...
+
+class OverallSystemUsage(BuiltinProfilerRule):
+    """Summarizes system usage per node (CPU, GPU, memory, I/O, network); never triggers."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        scan_interval_us: int = 60000000,
+    ) -> None: ...
+
+class StepOutlier(BuiltinProfilerRule):
+    """Flags steps whose duration is an outlier (more than stddev standard deviations above the mean)."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        stddev: float = 3,
+        mode: str | None = None,
+        n_outliers: int = 10,
+        scan_interval_us: int = 60000000,
+    ) -> None: ...

@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Write ``rules.pyi``: typed signatures for the rule classes that ``rules.py`` generates from the catalog.
+
+``python tools/generate_stubs.py`` rewrites the stub; ``--check`` exits 1 when it is stale (the tests run that).
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+
+from cdk_sagemaker_debugger.model.profiler_catalog import PROFILER_RULE_SPECS  # noqa: E402
+
+STUB = ROOT / "src" / "cdk_sagemaker_debugger" / "rules.pyi"
+
+HEADER = '''"""Type stubs for the profiler rule classes generated from the catalog (written by tools/generate_stubs.py)."""
+
+from typing import Any
+
+from .model.profiler_rules import BuiltinProfilerRule as BuiltinProfilerRule
+from .model.profiler_rules import CustomProfilerRule as CustomProfilerRule
+from .model.profiler_rules import ProfilerReport as ProfilerReport
+from .model.profiler_rules import ProfilerRule as ProfilerRule
+
+def from_name(rule_name: str, **parameters: Any) -> ProfilerRule: ...
+'''
+
+
+def render() -> str:
+    parts = [HEADER]
+    for spec in PROFILER_RULE_SPECS.values():
+        params = "".join(f"        {p.name}: {p.python_type} = {p.default!r},\n" for p in spec.parameters)
+        parts.append(
+            f"\nclass {spec.name}(BuiltinProfilerRule):\n"
+            f'    """{spec.summary}"""\n\n'
+            "    def __init__(\n"
+            "        self,\n"
+            "        *,\n"
+            "        name: str | None = None,\n"
+            "        local_path: str | None = None,\n"
+            "        s3_output_path: str | None = None,\n"
+            f"{params}"
+            "    ) -> None: ...\n"
+        )
+    return "".join(parts)
+
+
+def main() -> int:
+    fresh = render()
+    if "--check" in sys.argv:
+        if not STUB.exists() or STUB.read_text() != fresh:
+            print("rules.pyi is stale: run python tools/generate_stubs.py", file=sys.stderr)
+            return 1
+        return 0
+    STUB.write_text(fresh)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
