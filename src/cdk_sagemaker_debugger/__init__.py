@@ -32,6 +32,7 @@ _EXPORTS: dict[str, str] = {
     "DebugHookConfig": "cdk_sagemaker_debugger.model.debug_hook",
     "CollectionConfig": "cdk_sagemaker_debugger.model.debug_hook",
     "TensorBoardOutputConfig": "cdk_sagemaker_debugger.model.debug_hook",
+    "Distribution": "cdk_sagemaker_debugger.model.distribution",
     # constructs (import aws_cdk on first use)
     "ProfilerRuleSet": "cdk_sagemaker_debugger.constructs.rule_set",
     "ProfiledTrainingJob": "cdk_sagemaker_debugger.constructs.training_job",

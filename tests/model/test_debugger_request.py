@@ -133,7 +133,7 @@ class TestErrors:
 
     def test_profiler_rule_in_the_debugger_list(self):
         profiler_rule = PROFILER_RULE_CLASSES["LowGPUUtilization"]()
-        with pytest.raises(ConfigurationTypeError, match=r"item 0 \(LowGPUUtilization\) is a profiler rule; pass it in profiler_rules="):
+        with pytest.raises(ConfigurationTypeError, match=r"item 0 \(LowGPUUtilization\) is a profiler rule; add it to the job's ProfilerRuleSet \(rule_set=\)"):
             render(rules=[profiler_rule])
 
     def test_not_a_rule(self):

@@ -1,4 +1,5 @@
-"""ProfiledTrainingJob: a validated CreateTrainingJob request with profiler rules, launched by Step Functions (.sync)."""
+"""ProfiledTrainingJob: a validated CreateTrainingJob request with profiler and debugger rules, launched by Step Functions
+(.sync)."""
 
 from __future__ import annotations
 
@@ -18,12 +19,17 @@ from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 from constructs import Construct, IValidation
 
 from ..model.api_model import validate_request
-from ..model.errors import ConfigurationError, ConfigurationTypeError
+from ..model.debug_hook import DebugHookConfig, TensorBoardOutputConfig
+from ..model.debugger_request import DebuggerRequest, render_debugger_request, resolve_debug_hook
+from ..model.debugger_rules import CustomRule, Rule, RulePermissions
+from ..model.distribution import DebuggerFeatures, Distribution, check_debugger_compatibility
+from ..model.errors import ConfigurationError, ConfigurationTypeError, UnsupportedRegionError
 from ..model.frameworks import FrameworkInfo, parse_training_image
 from ..model.profiler_config import ProfilerConfig, framework_profiling_deprecation
 from ..model.training_request import (
@@ -35,7 +41,7 @@ from ..model.training_request import (
     example_job_name,
     normalize_string_map,
 )
-from ._common import acknowledge, acknowledge_wildcards
+from ._common import acknowledge, acknowledge_wildcards, concrete_region, rule_image, rule_image_repository_arn
 from .rule_set import ProfilerRuleSet
 
 __all__ = ["ProfiledTrainingJob", "InputChannel"]
@@ -44,6 +50,8 @@ _ECR_IMAGE = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)
 _S3_URI = re.compile(r"^s3://(?P<bucket>[^/]+)/?(?P<key>.*)$")
 _TRAINING_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 _WARNING_PREFIX = "cdk-sagemaker-debugger"
+# Stands in for the S3 URI of a local rule source while a rule is checked, before its asset exists.
+_PENDING_SOURCE_URI = "s3://pending-upload/rule-source.py"
 
 
 @dataclass(frozen=True)
@@ -121,11 +129,17 @@ class InputChannel:
 
 
 class ProfiledTrainingJob(Construct):
-    """A SageMaker training job with profiler rules, synthesized as a complete CreateTrainingJob request.
+    """A SageMaker training job with profiler and debugger rules, synthesized as a complete CreateTrainingJob request.
 
     Each execution of :attr:`state_machine` starts one job named ``<job_name_prefix>-<20 hex characters>`` through the
     Step Functions ``createTrainingJob.sync`` integration and waits for it to finish. The request is validated against
     botocore's SageMaker model (types, lengths, ranges, patterns and enums) when the app synthesizes.
+
+    Debugger rules bring the hook (``debug_hook=None`` adds the default hook when there are rules), their collections
+    and their actions; the execution role this construct creates gets what the rule containers need (rule images,
+    uploaded rule sources, the ``SMDebugRules`` topic and StopTrainingJob on this job's prefix). A role you pass is used
+    unchanged. Combinations Debugger cannot run (``distribution`` with checkpointing, model parallel, Trainium with the
+    profiler, regions without Debugger) fail when the construct is created, or at synth for rules added later.
     """
 
     def __init__(
@@ -162,6 +176,10 @@ class ProfiledTrainingJob(Construct):
         tags: Mapping[str, str] | None = None,
         profiler: ProfilerConfig | None = None,
         rule_set: ProfilerRuleSet | None = None,
+        debugger_rules: Sequence[Rule] | None = None,
+        debug_hook: DebugHookConfig | bool | None = None,
+        tensorboard: TensorBoardOutputConfig | None = None,
+        distribution: Distribution | None = None,
         run_on_deploy: bool = False,
     ) -> None:
         super().__init__(scope, id)
@@ -194,6 +212,14 @@ class ProfiledTrainingJob(Construct):
                 where=where,
                 field="rule_set",
                 value=rule_set,
+            )
+        if distribution is not None and not isinstance(distribution, Distribution):
+            hint = " Convert the SageMaker SDK's dict with Distribution.from_sdk({...})." if isinstance(distribution, Mapping) else ""
+            raise ConfigurationTypeError(
+                f"expected a Distribution such as Distribution.mpi(), got {type(distribution).__name__}.{hint}",
+                where=where,
+                field="distribution",
+                value=distribution,
             )
         max_runtime = max_runtime or cdk.Duration.days(1)
         check_stopping(
@@ -266,7 +292,28 @@ class ProfiledTrainingJob(Construct):
         #: Rule outputs land in ``<rule_output_s3_uri>/<job>/rule-output/<RuleConfigurationName>/``.
         self.rule_output_s3_uri: str = self.output_s3_uri
 
+        # -- Debugger: rules, hook, TensorBoard and the guard rails ------------------------------------------------
+        #: The hook setting as given; :attr:`debug_hook` is the hook the job runs.
+        self.debug_hook_setting = debug_hook
+        self.tensorboard = tensorboard
+        self.distribution = distribution
+        self._debugger_rules: list[Rule] = []
+        self._debugger_rule_sources: dict[Rule, s3_assets.Asset] = {}
+        self._warnings: set[str] = set()
+        given_rules = () if debugger_rules is None else debugger_rules
+        checked = self._check_debugger(given_rules)
+        self._debugger_rules.extend(given_rules)
+        for rule in self._debugger_rules:
+            self._upload_rule_source(rule)
+
         # -- execution role ----------------------------------------------------------------------------------------
+        self._image_pull: iam.PolicyStatement | None = None
+        self._pulled_repositories: list[str] = []
+        self._granted_topic = False
+        self._granted_stop_patterns: set[str] = set()
+        #: The execution role's permissions for debugger rule actions (created with the first rule that has actions).
+        self.rule_actions_policy: iam.Policy | None = None
+        self._owned_role: iam.Role | None = None
         if role is None:
             role = iam.Role(
                 self,
@@ -274,7 +321,9 @@ class ProfiledTrainingJob(Construct):
                 assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
                 description=f"SageMaker execution role of training jobs {job_name_prefix}-*",
             )
+            self._owned_role = role
             self._grant_execution_permissions(role, vpc is not None)
+            self._grant_debugger_rule_needs(self._debugger_rules, checked.permissions)
         self.role: iam.IRole = role
 
         # -- VPC ---------------------------------------------------------------------------------------------------
@@ -354,6 +403,32 @@ class ProfiledTrainingJob(Construct):
             actions=["sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob"],
             resource_arns=[self.training_job_arn_pattern],
         )
+
+    # -- Debugger ----------------------------------------------------------------------------------------------------
+    @property
+    def debugger_rules(self) -> tuple[Rule, ...]:
+        """The debugger (tensor) rules, in the order they are sent."""
+        return tuple(self._debugger_rules)
+
+    @property
+    def debug_hook(self) -> DebugHookConfig | None:
+        """The hook the job runs: the given DebugHookConfig, the default one (with debugger rules or
+        ``debug_hook=True``), or None."""
+        return resolve_debug_hook(self.debug_hook_setting, bool(self._debugger_rules), self.node.path)
+
+    @property
+    def debugger_rule_source_assets(self) -> tuple[s3_assets.Asset, ...]:
+        """S3 assets made from the custom debugger rules' local source files."""
+        return tuple(self._debugger_rule_sources.values())
+
+    def add_debugger_rule(self, rule: Rule) -> ProfiledTrainingJob:
+        """Add a debugger rule. Raises at once, leaving the job unchanged, when the rule breaks an API limit, a
+        collection agreement or a guard rail; otherwise uploads its local source and grants what it needs."""
+        checked = self._check_debugger([*self._debugger_rules, rule])
+        self._debugger_rules.append(rule)
+        self._upload_rule_source(rule)
+        self._grant_debugger_rule_needs([rule], checked.permissions)
+        return self
 
     def metric(
         self,
@@ -440,6 +515,7 @@ class ProfiledTrainingJob(Construct):
                 "Subnets": self._subnet_ids,
             }
         rules = self.rule_set.render() if self.rule_set is not None else []
+        debugger = self._render_debugger(self._debugger_rules).fragment
         return assemble_request(
             {
                 "TrainingJobName": job_name or example_job_name(self.job_name_prefix),
@@ -457,6 +533,7 @@ class ProfiledTrainingJob(Construct):
                 "EnableInterContainerTrafficEncryption": self.encrypt_inter_container_traffic or None,
                 "EnableManagedSpotTraining": self.use_spot_instances or None,
                 "CheckpointConfig": checkpoint,
+                **debugger,
                 "ProfilerConfig": self.profiler.to_request(self.profiler_s3_uri),
                 "ProfilerRuleConfigurations": rules,
             }
@@ -477,6 +554,10 @@ class ProfiledTrainingJob(Construct):
                 "ProfilerConfig(disable_profiler=True) turns it off. Remove the rules or enable the profiler."
             )
         try:
+            self._check_compatibility(self._debugger_rules)
+        except ConfigurationError as error:
+            problems.append(str(error))
+        try:
             request = cdk.Stack.of(self).resolve(self.render_request())
             validate_request(_without_tokens(request))
         except ConfigurationError as error:
@@ -484,6 +565,78 @@ class ProfiledTrainingJob(Construct):
         return problems
 
     # ------------------------------------------------------------------------------------------------------------------
+    def _warn(self, kind: str, message: str) -> None:
+        if message not in self._warnings:
+            self._warnings.add(message)
+            cdk.Annotations.of(self).add_warning_v2(f"{_WARNING_PREFIX}:{kind}", message)
+
+    def _render_debugger(self, rules: Sequence[Rule]) -> DebuggerRequest:
+        return render_debugger_request(
+            rules=rules,
+            debug_hook=self.debug_hook_setting,
+            tensorboard=self.tensorboard,
+            default_s3_output_path=self.output_s3_uri,
+            job_name_prefix=self.job_name_prefix,
+            region=concrete_region(self),
+            image_for=self._debugger_rule_image,
+            source_uri_for=self._debugger_rule_source_uri,
+            framework=self.framework,
+            where=self.node.path,
+        )
+
+    def _debugger_rule_image(self, rule: Rule) -> str:
+        return rule.image_uri if rule.image_uri is not None else rule_image(self, custom=rule.is_custom)
+
+    def _debugger_rule_source_uri(self, rule: Rule) -> str | None:
+        asset = self._debugger_rule_sources.get(rule)
+        if asset is not None:
+            return asset.s3_object_url
+        return _PENDING_SOURCE_URI if isinstance(rule, CustomRule) and rule.has_local_source else None
+
+    def _upload_rule_source(self, rule: Rule) -> None:
+        if isinstance(rule, CustomRule) and rule.has_local_source:
+            asset_id = f"DebuggerRuleSource{len(self._debugger_rule_sources)}"
+            self._debugger_rule_sources[rule] = s3_assets.Asset(self, asset_id, path=rule.source)  # type: ignore[arg-type]
+
+    def _check_debugger(self, rules: Sequence[Rule]) -> DebuggerRequest:
+        """Render the Debugger members for ``rules`` and run the guard rails. Raises before anything changes; on
+        success records the warnings as annotations."""
+        checked = self._render_debugger(rules)
+        compatibility = self._check_compatibility(rules)
+        for message in checked.warnings:
+            self._warn("debuggerConfiguration", message)
+        for message in compatibility:
+            self._warn("debuggerCompatibility", message)
+        return checked
+
+    def _check_compatibility(self, rules: Sequence[Rule]) -> list[str]:
+        profile = self.profiler.framework_profile
+        features = DebuggerFeatures(
+            system_monitoring=not self.profiler.disable_profiler,
+            framework_profiling=profile is not None,
+            profiles_collectives=profile is not None and profile.profiles_collectives,
+            profiler_rules=self.rule_set is not None and bool(self.rule_set.rules),
+            tensor_debugging=resolve_debug_hook(self.debug_hook_setting, bool(rules)) is not None,
+        )
+        try:
+            return check_debugger_compatibility(
+                features=features,
+                distribution=self.distribution,
+                framework=self.framework,
+                instance_type=self.instance_type,
+                instance_count=self.instance_count,
+                checkpointing=self.checkpoint_s3_uri is not None,
+                region=concrete_region(self),
+                where=self.node.path,
+            )
+        except UnsupportedRegionError as error:
+            raise UnsupportedRegionError(
+                f"{error.reason} This job uses {_features_in_use(features)}.",
+                where=error.where,
+                field=error.field,
+                value=error.value,
+            ) from None
+
     def _check_profiler_features(self) -> None:
         if self.profiler.disable_profiler and self.rule_set is not None and self.rule_set.rules:
             raise ConfigurationError(
@@ -514,20 +667,11 @@ class ProfiledTrainingJob(Construct):
                 "rule-output."
             ),
         })
-        for uri, field, writable in ((self.profiler.s3_output_path, "profiler output", True),
-                                     (self.checkpoint_s3_uri, "checkpoints", True)):
-            if not uri or cdk.Token.is_unresolved(uri) or not _S3_URI.match(uri):
-                continue
-            match = _S3_URI.match(uri)
-            key = match["key"].strip("/")  # type: ignore[index]
-            bucket_arn = f"arn:{cdk.Aws.PARTITION}:s3:::{match['bucket']}"  # type: ignore[index]
-            objects = f"{bucket_arn}/{key + '/' if key else ''}*"
-            role.add_to_policy(iam.PolicyStatement(
-                actions=["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"] if writable else ["s3:GetObject"],
-                resources=[objects],
-            ))
-            role.add_to_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket_arn]))
-            wildcards[f"Resource::{objects}"] = f"Objects under the configured {field} prefix, written by every run."
+        hook = self.debug_hook
+        for uri, label in ((self.profiler.s3_output_path, "profiler output"), (self.checkpoint_s3_uri, "checkpoints"),
+                           (hook.s3_output_path if hook is not None else None, "debugger hook output"),
+                           (self.tensorboard.s3_output_path if self.tensorboard is not None else None, "TensorBoard output")):
+            wildcards.update(_grant_s3_prefix(role, uri, label, writable=True))
         for channel in self.inputs:
             wildcards.update(channel.grant_read(role))
         if self.volume_kms_key is not None:
@@ -537,20 +681,12 @@ class ProfiledTrainingJob(Construct):
         # Pull the training image and the rule evaluator images.
         repositories: list[str] = []
         if self.training_image is not None:
-            match = _ECR_IMAGE.match(self.training_image) if not cdk.Token.is_unresolved(self.training_image) else None
-            if match:
-                repositories.append(
-                    stack.format_arn(service="ecr", region=match["region"], account=match["account"],
-                                     resource="repository", resource_name=match["repo"])
-                )
+            repositories += _ecr_repository_arns(stack, self.training_image)
         if self.rule_set is not None:
             repositories.extend(self.rule_set.image_repository_arns())
             self.rule_set.grant_read_sources(role)
-        if repositories:
-            role.add_to_policy(iam.PolicyStatement(
-                actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
-                resources=repositories,
-            ))
+        repositories += self._debugger_rule_repositories(self._debugger_rules)
+        self._allow_image_pull(role, repositories)
         if self.training_image_repository is not None:
             self.training_image_repository.grant_pull(role)
         role.add_to_policy(iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]))
@@ -585,6 +721,85 @@ class ProfiledTrainingJob(Construct):
                 "permissions either."
             )
         acknowledge_wildcards(role, wildcards)
+
+    def _allow_image_pull(self, role: iam.Role, repository_arns: Sequence[str]) -> None:
+        """Let ``role`` pull from these ECR repositories; one statement, extended as rules are added."""
+        new = [arn for arn in dict.fromkeys(repository_arns) if arn not in self._pulled_repositories]
+        if not new:
+            return
+        self._pulled_repositories += new
+        if self._image_pull is None:
+            self._image_pull = iam.PolicyStatement(
+                actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+                resources=new,
+            )
+            role.add_to_policy(self._image_pull)
+        else:
+            self._image_pull.add_resources(*new)
+
+    def _debugger_rule_repositories(self, rules: Sequence[Rule]) -> list[str]:
+        stack = cdk.Stack.of(self)
+        arns: list[str] = []
+        for rule in rules:
+            if rule.image_uri is None:
+                arns.append(rule_image_repository_arn(self, custom=rule.is_custom))
+            else:
+                arns += _ecr_repository_arns(stack, rule.image_uri)
+        return arns
+
+    def _grant_debugger_rule_needs(self, rules: Sequence[Rule], permissions: RulePermissions) -> None:
+        """What the rule containers of ``rules`` need from the execution role this construct created."""
+        role = self._owned_role
+        if role is None:
+            return
+        self._allow_image_pull(role, self._debugger_rule_repositories(rules))
+        wildcards: dict[str, str] = {}
+        for rule in rules:
+            asset = self._debugger_rule_sources.get(rule)
+            if asset is not None:
+                iam.Grant.add_to_principal(
+                    grantee=role, actions=["s3:GetObject"], resource_arns=[asset.bucket.arn_for_objects(asset.s3_object_key)]
+                )
+            wildcards.update(_grant_s3_prefix(role, rule.s3_output_path, f"rule {rule.name!r} output", writable=True))
+            for trial in rule.other_trials:
+                wildcards.update(_grant_s3_prefix(role, trial, f"other trial of rule {rule.name!r}", writable=False))
+        if wildcards:
+            acknowledge_wildcards(role, wildcards)
+        self._grant_rule_actions(role, permissions)
+
+    def _grant_rule_actions(self, role: iam.Role, permissions: RulePermissions) -> None:
+        """Email/SMS publish through the SMDebugRules topic; StopTraining lists in-progress jobs and stops one."""
+        stack = cdk.Stack.of(self)
+        statements: list[iam.PolicyStatement] = []
+        findings: dict[str, str] = {}
+        if permissions.notification_topic and not self._granted_topic:
+            self._granted_topic = True
+            topic = stack.format_arn(service="sns", resource=RulePermissions.TOPIC_NAME)
+            statements.append(iam.PolicyStatement(actions=["sns:CreateTopic", "sns:Subscribe", "sns:Publish"],
+                                                  resources=[topic]))
+        patterns = [p for p in permissions.training_job_name_patterns() if p not in self._granted_stop_patterns]
+        if patterns:
+            if not self._granted_stop_patterns:
+                statements.append(iam.PolicyStatement(actions=["sagemaker:ListTrainingJobs"], resources=["*"]))
+                findings["Resource::*"] = (
+                    "sagemaker:ListTrainingJobs has no resource-level permissions; the debugger rule container lists "
+                    "in-progress jobs by name to find the one a StopTraining action stops."
+                )
+            self._granted_stop_patterns.update(patterns)
+            arns = [stack.format_arn(service="sagemaker", resource="training-job", resource_name=p) for p in patterns]
+            statements.append(iam.PolicyStatement(actions=["sagemaker:StopTrainingJob"], resources=arns))
+            for pattern, arn in zip(patterns, arns, strict=True):
+                findings[f"Resource::{arn}"] = (
+                    f"StopTraining actions of debugger rules stop a running job whose name starts with {pattern[:-1]!r} "
+                    "(job names get a random suffix per run); no other job can be stopped."
+                )
+        if not statements:
+            return
+        if self.rule_actions_policy is None:
+            self.rule_actions_policy = iam.Policy(self, "RuleActionsPolicy", roles=[role])
+        self.rule_actions_policy.add_statements(*statements)
+        if findings:
+            acknowledge_wildcards(self.rule_actions_policy, findings)
 
     def _grant_state_machine_permissions(self) -> None:
         """Exactly what createTrainingJob.sync needs, scoped to this construct's job names."""
@@ -641,6 +856,45 @@ class ProfiledTrainingJob(Construct):
         resource = self.deploy_trigger.node.find_child("Resource").node.default_child
         resource.add_property_override("RequestHash", request_hash)  # type: ignore[union-attr]
         self.deploy_trigger.node.add_dependency(self.state_machine)
+
+
+def _ecr_repository_arns(stack: cdk.Stack, image: str) -> list[str]:
+    """The ARN of the ECR repository ``image`` is pulled from (none for tokens and images outside ECR)."""
+    match = _ECR_IMAGE.match(image) if not cdk.Token.is_unresolved(image) else None
+    if match is None:
+        return []
+    return [stack.format_arn(service="ecr", region=match["region"], account=match["account"], resource="repository",
+                             resource_name=match["repo"])]
+
+
+def _grant_s3_prefix(role: iam.Role, uri: str | None, label: str, *, writable: bool) -> dict[str, str]:
+    """Grant ``role`` the objects under a literal s3:// prefix; returns the cdk-nag wildcard finding with its reason."""
+    match = _S3_URI.match(uri) if uri and not cdk.Token.is_unresolved(uri) else None
+    if match is None:
+        return {}
+    key = match["key"].strip("/")
+    bucket_arn = f"arn:{cdk.Aws.PARTITION}:s3:::{match['bucket']}"
+    objects = f"{bucket_arn}/{key + '/' if key else ''}*"
+    role.add_to_policy(iam.PolicyStatement(
+        actions=["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"] if writable else ["s3:GetObject"],
+        resources=[objects],
+    ))
+    role.add_to_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket_arn]))
+    access = "written" if writable else "read"
+    return {f"Resource::{objects}": f"Objects under the configured {label} prefix, {access} by every run."}
+
+
+def _features_in_use(features: DebuggerFeatures) -> str:
+    used = []
+    if features.system_monitoring:
+        used.append("system monitoring (on unless profiler=ProfilerConfig(disable_profiler=True))")
+    if features.framework_profiling:
+        used.append("framework profiling")
+    if features.profiler_rules:
+        used.append("profiler rules")
+    if features.tensor_debugging:
+        used.append("the debugger hook/rules")
+    return ", ".join(used)
 
 
 def _subnet_kwargs(selection: ec2.SubnetSelection | None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from .frameworks import FrameworkInfo
 from .parameters import is_token
 from .profiler_rules import ProfilerRule
 
-__all__ = ["DebuggerRequest", "render_debugger_request", "MAX_DEBUGGER_RULES"]
+__all__ = ["DebuggerRequest", "render_debugger_request", "resolve_debug_hook", "MAX_DEBUGGER_RULES"]
 
 #: API limit on DebugRuleConfigurations.
 MAX_DEBUGGER_RULES = 20
@@ -45,8 +45,8 @@ def _check_rules(rules: Sequence[Any], where: str | None) -> list[Rule]:
     for position, rule in enumerate(rules):
         if isinstance(rule, ProfilerRule):
             raise ConfigurationTypeError(
-                f"item {position} ({rule.name}) is a profiler rule; pass it in profiler_rules=. debugger_rules= takes "
-                "tensor rules from cdk_sagemaker_debugger.debugger_rules.",
+                f"item {position} ({rule.name}) is a profiler rule; add it to the job's ProfilerRuleSet (rule_set=). "
+                "debugger_rules= takes tensor rules from cdk_sagemaker_debugger.debugger_rules.",
                 where=where,
                 field="debugger_rules",
                 value=rule,
@@ -82,7 +82,11 @@ def _check_rules(rules: Sequence[Any], where: str | None) -> list[Rule]:
     return list(rules)
 
 
-def _resolve_hook(debug_hook: DebugHookConfig | bool | None, has_rules: bool, where: str | None) -> DebugHookConfig | None:
+def resolve_debug_hook(
+    debug_hook: DebugHookConfig | bool | None, has_rules: bool, where: str | None = None
+) -> DebugHookConfig | None:
+    """The hook a job runs: ``None`` means the default hook when there are debugger rules, ``True`` always, ``False``
+    never (an error with rules)."""
     if debug_hook is None:
         return DebugHookConfig() if has_rules else None
     if debug_hook is True:
@@ -130,7 +134,7 @@ def render_debugger_request(
     StalledTrainingRule(stop_training_on_fire=True), use ``job_name_prefix``.
     """
     checked = _check_rules(rules, where)
-    hook = _resolve_hook(debug_hook, bool(checked), where)
+    hook = resolve_debug_hook(debug_hook, bool(checked), where)
     if tensorboard is not None and not isinstance(tensorboard, TensorBoardOutputConfig):
         raise ConfigurationTypeError(
             f"expected a TensorBoardOutputConfig, got {type(tensorboard).__name__}.",
