@@ -262,34 +262,38 @@ class Evaluator:
         origin, scan = self.origin_us, self.scan_us
         self.facts.system_records += len(records)
         file_index = max((file.timestamp_us - origin) // scan, 0)
-        lo = (origin + file_index * scan) / 1e6
-        hi = lo + scan / 1e6
-        buckets: dict[int, list[dict[str, Any]]] = {file_index: []}
-        main = buckets[file_index]
-        for r in records:
-            ts = r["Timestamp"]
-            if lo < ts < hi:
-                main.append(r)
-                continue
-            offset = ts * 1e6 - origin
+        if file_index >= self.next_window:
+            start, end = self._window_bounds(file_index)
+            window = self._window(file_index)
+            rest = window.add(records, start / 1e6, end / 1e6)
+        else:
+            rest = records
+        if not rest:
+            return
+        # The few records outside the file's own minute (or exactly on its edges): bucket them one by one.
+        buckets: dict[int, list[dict[str, Any]]] = {}
+        for r in rest:
+            offset = r["Timestamp"] * 1e6 - origin
             if offset < 0:
                 self.early_records += 1
                 continue
             k = int(offset // scan)
-            buckets.setdefault(k, []).append(r)
-            if k > 0 and offset == k * scan:
-                buckets.setdefault(k - 1, []).append(r)  # exactly on a boundary: both windows see it
+            targets = [k - 1, k] if k > 0 and offset == k * scan else [k]
+            for target in targets:
+                if target != file_index or file_index < self.next_window:
+                    buckets.setdefault(target, []).append(r)
         for k, recs in buckets.items():
-            if not recs:
-                continue
             if k < self.next_window:
                 self.late_records += len(recs)
-                continue
-            window = self.pending_system.get(k)
-            if window is None:
-                start, end = self._window_bounds(k)
-                window = self.pending_system[k] = SystemWindow(k, start, end)
-            window.add(recs)
+            else:
+                self._window(k).add(recs)
+
+    def _window(self, k: int) -> SystemWindow:
+        window = self.pending_system.get(k)
+        if window is None:
+            start, end = self._window_bounds(k)
+            window = self.pending_system[k] = SystemWindow(k, start, end)
+        return window
 
     def add_framework_events(self, file: FrameworkFile, events: list[TraceEvent]) -> None:
         if self.origin_us is None:
@@ -332,6 +336,7 @@ class Evaluator:
 
     def _evaluate_window(self, k: int, start: int, end: int) -> None:
         system = self.pending_system.pop(k, None) or SystemWindow(k, start, end)
+        system.finalize()
         framework = self.pending_framework.pop(k, [])
         framework.sort(key=lambda ev: ev.order)
         facts = self.facts

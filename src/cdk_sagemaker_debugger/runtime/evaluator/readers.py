@@ -130,12 +130,19 @@ def parse_system_lines(data: bytes, key: str, stats: ParseStats) -> list[dict[st
             except ValueError:
                 stats.bad_lines += 1
                 stats.note(f"{key}: line {number} is not valid JSON (truncated upload?)")
-    good = [r for r in records if _valid_system_record(r)]
-    if len(good) != len(records):
+    try:
+        # one cheap pass that both checks the fields and makes every Value a float (the agent writes 0 and 0.0)
+        for r in records:
+            r["Value"] = float(r["Value"])
+            r["Timestamp"] + 0.0  # noqa: B018 - raises TypeError unless it is a number
+            r["Dimension"]  # noqa: B018
+        good = records
+    except (KeyError, TypeError, ValueError):
+        good = [r for r in records if _valid_system_record(r)]
         stats.bad_lines += len(records) - len(good)
         stats.note(f"{key}: {len(records) - len(good)} record(s) lack Dimension, Value or Timestamp")
-    for r in good:
-        r["Value"] = float(r["Value"])
+        for r in good:
+            r["Value"] = float(r["Value"])
     stats.records += len(good)
     return good
 

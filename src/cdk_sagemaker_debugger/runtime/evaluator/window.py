@@ -7,6 +7,7 @@ evaluation close to the cost of merely decoding the files.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from .readers import TraceEvent
@@ -31,7 +32,6 @@ class SystemWindow:
         "min_ts",
         "max_ts",
         "records",
-        "_last_ts",
         "_run",
     )
 
@@ -45,78 +45,100 @@ class SystemWindow:
         self.gpu_names: set[str] = set()
         # metric -> node -> {timestamp: sum of values}, insertion ordered like the reference's dicts
         self.sums: dict[str, dict[str, dict[float, float]]] = {m: {} for m in USAGE_METRICS}
-        # consecutive records with one timestamp: [timestamp, gpu utilisation values, cpu values, io-wait values]
+        # consecutive records of one node and timestamp:
+        # [timestamp, gpu utilisation values, cpu values, io-wait values, gpu memory values, node]
         self.runs: list[list[Any]] = []
         self.min_ts: float | None = None
         self.max_ts: float | None = None
         self.records = 0
-        self._last_ts: float | None = None
         self._run: list[Any] | None = None
 
-    def add(self, records: list[dict[str, Any]]) -> None:
-        """Add records (already known to fall inside this window) in file order."""
+    def add(self, records: list[dict[str, Any]], lo: float = -math.inf, hi: float = math.inf) -> list[dict[str, Any]]:
+        """Add, in file order, the records with ``lo <= Timestamp <= hi`` (seconds); return the others, plus those exactly
+        on ``lo`` or ``hi``, which a neighbouring window reads as well.
+
+        The hot loop touches each record once; per-timestamp sums are taken later from the runs, at C speed.
+        """
+        outside: list[dict[str, Any]] = []
         if not records:
-            return
+            return outside
         gpu_util = self.gpu_util
         gpu_mem = self.gpu_mem
-        sums = self.sums
-        s_net, s_gpu, s_cpu = sums["Network"], sums["GPU"], sums["CPU"]
-        s_mem, s_gmem, s_io = sums["CPU memory"], sums["GPU memory"], sums["I/O"]
+        s_net, s_mem = self.sums["Network"], self.sums["CPU memory"]
         runs = self.runs
-        last_ts = self._last_ts
         run = self._run
+        run_ts = run[0] if run else None
+        run_node = run[5] if run else None
         cpu_names = self.cpu_names
         gpu_names = self.gpu_names
-        node = None
-        n_cpu = n_gpu = n_gmem = n_mem = n_net = n_io = None
-        lo = hi = records[0]["Timestamp"]
+        seen_ts = None
+        inside = edge = False
+        low = high = None
+        added = 0
         for r in records:
             ts = r["Timestamp"]
-            if ts != last_ts:
-                run = [ts, [], [], []]
+            if ts != seen_ts:
+                seen_ts = ts
+                inside = lo <= ts <= hi
+                edge = ts == lo or ts == hi
+            if not inside:
+                outside.append(r)
+                continue
+            if edge:
+                outside.append(r)
+            node = r.get("NodeId")
+            if ts != run_ts or node != run_node:
+                run = [ts, [], [], [], [], node]
                 runs.append(run)
-                last_ts = ts
-                if ts < lo:
-                    lo = ts
-                elif ts > hi:
-                    hi = ts
-            rnode = r.get("NodeId")
-            if rnode != node:
-                node = rnode
-                n_cpu = s_cpu.setdefault(node, {})
-                n_gpu = s_gpu.setdefault(node, {})
-                n_gmem = s_gmem.setdefault(node, {})
-                n_mem = s_mem.setdefault(node, {})
-                n_net = s_net.setdefault(node, {})
-                n_io = s_io.setdefault(node, {})
+                run_ts, run_node = ts, node
+                if low is None or ts < low:
+                    low = ts
+                if high is None or ts > high:
+                    high = ts
+            added += 1
             dim = r["Dimension"]
-            v = r["Value"]
             if dim == "CPUUtilization":
-                run[2].append(v)
-                n_cpu[ts] = n_cpu.get(ts, 0.0) + v
+                run[2].append(r["Value"])
                 cpu_names.add(r.get("Name"))
             elif dim == "I/OWaitPercentage":
-                run[3].append(v)
-                n_io[ts] = n_io.get(ts, 0.0) + v
+                run[3].append(r["Value"])
             elif dim == "GPUUtilization":
+                v = r["Value"]
                 run[1].append(v)
-                n_gpu[ts] = n_gpu.get(ts, 0.0) + v
                 name = r.get("Name")
                 gpu_names.add(name)
                 gpu_util.setdefault(node, {}).setdefault(name, []).append(v)
             elif dim == "GPUMemoryUtilization":
-                n_gmem[ts] = n_gmem.get(ts, 0.0) + v
-                name = r.get("Name")
-                gpu_mem.setdefault(node, {}).setdefault(name, []).append(v)
+                v = r["Value"]
+                run[4].append(v)
+                gpu_mem.setdefault(node, {}).setdefault(r.get("Name"), []).append(v)
             elif dim == "Algorithm":
-                n_net[ts] = n_net.get(ts, 0.0) + v
+                d = s_net.setdefault(node, {})
+                d[ts] = d.get(ts, 0.0) + r["Value"]
             elif r.get("Name") == "MemoryUsedPercent":
-                n_mem[ts] = n_mem.get(ts, 0.0) + v
-        self._last_ts = last_ts
+                d = s_mem.setdefault(node, {})
+                d[ts] = d.get(ts, 0.0) + r["Value"]
         self._run = run
-        self.records += len(records)
-        self.min_ts = lo if self.min_ts is None or lo < self.min_ts else self.min_ts
-        self.max_ts = hi if self.max_ts is None or hi > self.max_ts else self.max_ts
+        self.records += added
+        if low is not None:
+            self.min_ts = low if self.min_ts is None or low < self.min_ts else self.min_ts
+            self.max_ts = high if self.max_ts is None or high > self.max_ts else self.max_ts
+        return outside
+
+    def finalize(self) -> None:
+        """Per-node, per-timestamp sums of the run values, accumulated in event order like the reference's dicts."""
+        sums = self.sums
+        columns = (("GPU", 1), ("CPU", 2), ("I/O", 3), ("GPU memory", 4))
+        for run in self.runs:
+            ts, node = run[0], run[5]
+            for metric, column in columns:
+                values = run[column]
+                if values:
+                    d = sums[metric].setdefault(node, {})
+                    d[ts] = sum(values, d.get(ts, 0.0))
+        for metric in ("GPU", "CPU", "I/O", "GPU memory"):
+            for node in list(sums["CPU"]) + list(sums["GPU"]):
+                sums[metric].setdefault(node, {})
 
     # ---- persistence between Lambda runs (a window can be half filled when a run ends)
     def to_state(self) -> dict[str, Any]:
@@ -128,12 +150,11 @@ class SystemWindow:
             "gpu_mem": self.gpu_mem,
             "cpu_names": sorted(n for n in self.cpu_names if n is not None),
             "gpu_names": sorted(n for n in self.gpu_names if n is not None),
-            "sums": {m: {node: list(d.items()) for node, d in nodes.items()} for m, nodes in self.sums.items()},
+            "sums": {m: {node: list(d.items()) for node, d in self.sums[m].items()} for m in ("Network", "CPU memory")},
             "runs": self.runs,
             "min_ts": self.min_ts,
             "max_ts": self.max_ts,
             "records": self.records,
-            "last_ts": self._last_ts,
         }
 
     @classmethod
@@ -144,13 +165,12 @@ class SystemWindow:
         w.gpu_mem = {node: {gpu: list(v) for gpu, v in gpus.items()} for node, gpus in state["gpu_mem"].items()}
         w.cpu_names = set(state["cpu_names"])
         w.gpu_names = set(state["gpu_names"])
-        w.sums = {m: {node: dict((float(t), v) for t, v in pairs) for node, pairs in nodes.items()}
-                  for m, nodes in state["sums"].items()}
-        w.runs = [[run[0], list(run[1]), list(run[2]), list(run[3])] for run in state["runs"]]
+        for m, nodes in state["sums"].items():
+            w.sums[m] = {node: {float(t): v for t, v in pairs} for node, pairs in nodes.items()}
+        w.runs = [[run[0], list(run[1]), list(run[2]), list(run[3]), list(run[4]), run[5]] for run in state["runs"]]
         w.min_ts = state["min_ts"]
         w.max_ts = state["max_ts"]
         w.records = state["records"]
-        w._last_ts = state["last_ts"]
         w._run = w.runs[-1] if w.runs else None
         return w
 
