@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import aws_cdk as cdk
 
+from .debugger_stacks import DebuggerRulesStack
 from .training_stacks import (
     ContractStack,
     CustomRuleStack,
@@ -19,6 +20,7 @@ REFERENCE_STACKS: dict[str, Callable[[cdk.App], cdk.Stack]] = {
     "TrainingUsEast1": us_east_1_contract_stack,
     "TrainingChina": china_contract_stack,
     "TrainingCustomRule": lambda app: CustomRuleStack(app, "TrainingCustomRule"),
+    "TrainingDebugger": lambda app: DebuggerRulesStack(app, "TrainingDebugger"),
 }
 
 
