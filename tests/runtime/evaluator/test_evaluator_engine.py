@@ -144,3 +144,20 @@ def test_cursor_keeps_a_trailing_window_of_seen_keys():
     cursor.advance(consumed)
     assert cursor.start_after == consumed[4][1]  # newest is minute 9; keys more than 5 minutes older are behind
     assert cursor.seen == {key for _, key in consumed[5:]}
+
+
+def test_a_failing_rule_gives_error_status_and_spares_the_other_rules(monkeypatch):
+    """The reference ProfilerReport crashes (AttributeError in its handler) when any sub-rule raises."""
+    from evaluator_jobs import standalone
+
+    from cdk_sagemaker_debugger.runtime.evaluator import rules as rule_module
+
+    def broken(self, ctx):
+        raise ZeroDivisionError("division by zero")
+
+    monkeypatch.setattr(rule_module.StepOutlier, "evaluate", broken)
+    ev = evaluate(small_spec(minutes=2, gpu_util=constant(20.0)), report(), standalone("LowGPUUtilization"))
+    by_name = {r.configuration_name: r for r in ev.results(final=True)}
+    assert by_name["ProfilerReport"].status == "Error"
+    assert by_name["ProfilerReport"].status_details.startswith("ZeroDivisionError: StepOutlier failed in window 0")
+    assert by_name["LowGPUUtilization"].status == "IssuesFound"
