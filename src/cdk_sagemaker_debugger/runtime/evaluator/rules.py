@@ -476,11 +476,12 @@ class FrameworkBreakdown:
             self.horovod[ev.name] = self.horovod.get(ev.name, 0) + dur
 
     @staticmethod
-    def _percent(values: dict[str, float], minimum: float = 0.0) -> dict[str, float]:
+    def _percent(values: dict[str, float], minimum: float | None = None) -> dict[str, float]:
+        """Shares in percent; with ``minimum``, only the entries above it, re-normalised."""
         total = sum(values.values())
         if total <= 0:
             return {}
-        kept = {k: v for k, v in values.items() if 100 * v / total > minimum}
+        kept = {k: v for k, v in values.items() if minimum is None or 100 * v / total > minimum}
         kept_total = sum(kept.values())
         return {k: 100 * v / kept_total for k, v in kept.items()} if kept_total > 0 else {}
 
