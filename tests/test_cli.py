@@ -120,3 +120,42 @@ def test_the_console_script_runs_without_aws_cdk(job: Path, tmp_path: Path):
                               text=True, timeout=300, env=dict(os.environ))
         assert done.returncode == 0, done.stderr
         assert "ProfilerReport: IssuesFound" in done.stdout
+
+
+def test_evaluate_reads_an_s3_uri(job: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    import boto3
+    from moto import mock_aws
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_DEFAULT_REGION", "us-east-1")
+    with mock_aws():
+        s3 = boto3.client("s3", region_name="us-east-1")
+        s3.create_bucket(Bucket="training-output")
+        for path in job.rglob("*"):
+            if path.is_file():
+                s3.put_object(Bucket="training-output", Key=f"jobs/exp-1/profiler-output/{path.relative_to(job)}",
+                              Body=path.read_bytes())
+        code, out, err = run("evaluate", "s3://training-output/jobs/exp-1", "--out", str(tmp_path / "s3"))
+        assert code == 0, err
+        code_missing, _, err_missing = run("evaluate", "s3://training-output/jobs/nothing-here", "--out",
+                                           str(tmp_path / "none"))
+    local_code, _, _ = run("evaluate", str(job), "--out", str(tmp_path / "local"))
+    assert local_code == 0
+    for name in RULE_FILES:
+        assert (tmp_path / "s3" / "profiler-reports" / f"{name}.json").read_text() == (
+            tmp_path / "local" / "profiler-reports" / f"{name}.json").read_text()
+    assert code_missing == 1 and "no profiler output found" in err_missing
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_only_on_a_terminal(job: Path, tmp_path: Path):
+    terminal = _Terminal()
+    assert main(["evaluate", str(job), "--out", str(tmp_path / "o")], stdout=io.StringIO(), stderr=terminal) == 0
+    assert "\r[" in terminal.getvalue() and terminal.getvalue().rstrip().endswith("files")
+    _, _, err = run("evaluate", str(job), "--out", str(tmp_path / "o2"))
+    assert err == ""

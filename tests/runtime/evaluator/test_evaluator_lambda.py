@@ -265,3 +265,18 @@ def test_settings_refuse_to_run_without_a_prefix():
     settings = lh.Settings.from_env({"JOB_NAME_PREFIX": "a", "RULES": json.dumps([
         {"configuration_name": "low", "rule_to_invoke": "LowGPUUtilization", "parameters": {"window": "60"}}])})
     assert settings.rules[0].parameters == {"window": "60"}
+
+
+def test_a_run_out_of_time_commits_its_progress_and_asks_for_a_continuation(aws, tmp_path):
+    root = write_job(tmp_path / "po", small_spec(minutes=3))
+    upload_tree(aws["s3"], root)
+    sm, _ = sagemaker_stub(describe("Completed"), describe("Completed"))
+    clients = clients_for(aws, sm)
+    first = lh.evaluate_job(JOB, SETTINGS, clients, deadline=0.0)  # already past: one file, then stop
+    assert first["result"] == "in progress"
+    state = load_state(aws["s3"])
+    assert len(state["system_cursor"]["seen"]) + len(state["framework_cursor"]["seen"]) == 1
+    continuation = [e for e in received(aws) if e["detail-type"] == "Profiler Rule Evaluation Continuation"]
+    assert [e["detail"] for e in continuation] == [{"TrainingJobName": JOB}]
+    second = lh.evaluate_job(JOB, SETTINGS, clients, deadline=float("inf"))
+    assert second["result"] == "final" and second["windows"] == 3

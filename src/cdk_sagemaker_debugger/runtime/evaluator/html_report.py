@@ -34,8 +34,8 @@ def _esc(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _fmt_time(epoch: float) -> str:
-    return time.strftime("%H:%M", time.gmtime(epoch))
+def _fmt_time(epoch: float, span: float = 3600.0) -> str:
+    return time.strftime("%H:%M:%S" if span < 600 else "%H:%M", time.gmtime(epoch))
 
 
 def line_chart(chart_id: str, title: str, series: dict[str, list[list[float]]], *, y_max: float | None = None,
@@ -65,7 +65,7 @@ def line_chart(chart_id: str, title: str, series: dict[str, list[list[float]]], 
         parts.append(f'<text class="lbl" x="{PAD_L - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:.3g}</text>')
     for i in range(5):
         x = x0 + (x1 - x0) * i / 4
-        parts.append(f'<text class="lbl" x="{sx(x):.1f}" y="{H - 12}" text-anchor="middle">{_fmt_time(x)}</text>')
+        parts.append(f'<text class="lbl" x="{sx(x):.1f}" y="{H - 12}" text-anchor="middle">{_fmt_time(x, x1 - x0)}</text>')
     parts.append(f'<line class="axis" x1="{PAD_L}" x2="{PAD_L}" y1="{PAD_T}" y2="{PAD_T + ph}"/>')
     parts.append(f'<line class="axis" x1="{PAD_L}" x2="{PAD_L + pw}" y1="{PAD_T + ph}" y2="{PAD_T + ph}"/>')
     parts.append(f'<text class="lbl" x="10" y="{PAD_T + 10}">{_esc(y_label)}</text>')
@@ -170,7 +170,7 @@ def _usage_chart(results: list[RuleResult]) -> str:
                 chart = line_chart("system-usage-percentiles", "System usage percentiles", series, y_max=100)
                 # the x axis is min, p50, p95, p99, max rather than time
                 for i, label in enumerate(("min", "p50", "p95", "p99", "max")):
-                    chart = chart.replace(f">{_fmt_time(i)}</text>", f">{label}</text>", 1)
+                    chart = chart.replace(f">{_fmt_time(i, 4)}</text>", f">{label}</text>", 1)
                 return chart
     return ""
 
