@@ -10,6 +10,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Annotations, Match, Template
+from test_training_job import task_parameters as request  # the CreateTrainingJob Parameters of the state machine
 
 from cdk_sagemaker_debugger import (
     SMS,
@@ -50,29 +51,6 @@ def job(stack: cdk.Stack, **kwargs: Any) -> ProfiledTrainingJob:
     props: dict[str, Any] = {"job_name_prefix": "bert", "training_image": PYTORCH, "instance_type": "ml.g5.xlarge"}
     props.update(kwargs)
     return ProfiledTrainingJob(stack, "Job", **props)
-
-
-def request(stack: cdk.Stack) -> dict[str, Any]:
-    """The CreateTrainingJob Parameters of the state machine, with intrinsics flattened to readable markers."""
-    template = Template.from_stack(stack).to_json()
-    machine = next(r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine")
-    definition = machine["Properties"]["DefinitionString"]
-    if isinstance(definition, dict):
-        definition = "".join(part if isinstance(part, str) else marker(part) for part in definition["Fn::Join"][1])
-    return json.loads(definition)["States"]["CreateTrainingJob"]["Parameters"]
-
-
-def marker(intrinsic: dict[str, Any]) -> str:
-    ((name, arg),) = intrinsic.items()
-    if name == "Ref":
-        return f"<Ref {arg}>"
-    if name == "Fn::GetAtt":
-        return f"<{arg[0]}.{arg[1]}>"
-    if name == "Fn::FindInMap":
-        return f"<FindInMap {arg[0]}/{marker(arg[1]) if isinstance(arg[1], dict) else arg[1]}/{arg[2]}>"
-    if name == "Fn::Sub":
-        return f"<Sub {arg}>"
-    return f"<{name}>"
 
 
 def policy_statements(stack: cdk.Stack, logical_id_fragment: str) -> list[dict[str, Any]]:
@@ -194,8 +172,10 @@ class TestCustomRuleSource:
         (asset,) = training.debugger_rule_source_assets
         key = stack.resolve(asset.s3_object_key)
         assert key.endswith(".py")
-        source_uri = request(stack)["DebugRuleConfigurations"][2]["RuleParameters"]["source_s3_uri"]
-        assert source_uri == f"<Sub s3://cdk-hnb659fds-assets-${{AWS::AccountId}}-us-west-2/{key}>"
+        assert request(stack)["DebugRuleConfigurations"][2]["RuleParameters"]["source_s3_uri"] == "<Fn::Sub>"
+        machine = Template.from_stack(stack).find_resources("AWS::StepFunctions::StateMachine")
+        definition = json.dumps(next(iter(machine.values()))["Properties"]["DefinitionString"])
+        assert json.dumps({"Fn::Sub": f"s3://cdk-hnb659fds-assets-${{AWS::AccountId}}-us-west-2/{key}"}) in definition
         reads = [s for s in policy_statements(stack, "JobExecutionRole") if s["Action"] == "s3:GetObject"]
         assert [json.dumps(s["Resource"]) for s in reads if key in json.dumps(s["Resource"])] == [
             json.dumps(stack.resolve(asset.bucket.arn_for_objects(asset.s3_object_key)))
