@@ -154,13 +154,10 @@ class CountedValues:
         return cls({float(v): int(c) for v, c in pairs})
 
 
-def box_plot(values: CountedValues, *, iqr_low: float | None = None) -> dict[str, float]:
-    """p25/p50/p75/p95 with whiskers ``upper = min(p75 + 1.5 iqr, max)`` and ``lower = max(p25 - 1.5 iqr, min)``.
-
-    ``iqr_low`` replaces p25 in the iqr only; it exists to reproduce the managed BatchSize memory box plot (see docs).
-    """
+def box_plot(values: CountedValues) -> dict[str, float]:
+    """p25/p50/p75/p95 with whiskers ``upper = min(p75 + 1.5 iqr, max)`` and ``lower = max(p25 - 1.5 iqr, min)``."""
     p25, p50, p75, p95 = values.quantiles((0.25, 0.5, 0.75, 0.95))
-    iqr = p75 - (p25 if iqr_low is None else iqr_low)
+    iqr = p75 - p25
     return {
         "p25": p25,
         "p50": p50,

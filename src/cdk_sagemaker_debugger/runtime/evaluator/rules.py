@@ -188,8 +188,16 @@ class _Recent:
         return series
 
 
-def _full_box(series: _Recent) -> dict[str, float]:
-    return box_plot(series.history)
+def _extend_series(target: dict[str, dict[str, _Recent]], source: dict[str, dict[str, list[float]]], keep: int
+                   ) -> None:
+    """Append a window's per-(node, GPU) values to the rule's series, creating series on first sight."""
+    for node, gpus in source.items():
+        per_node = target.setdefault(node, {})
+        for gpu, values in gpus.items():
+            series = per_node.get(gpu)
+            if series is None:
+                series = per_node[gpu] = _Recent(keep)
+            series.extend(values)
 
 
 class LowGPUUtilization(ProfilerRule):
@@ -204,13 +212,7 @@ class LowGPUUtilization(ProfilerRule):
 
     def evaluate(self, ctx: WindowContext) -> bool:
         window = int(self.params["window"])
-        for node, gpus in ctx.system.gpu_util.items():
-            per_node = self.values.setdefault(node, {})
-            for gpu, vals in gpus.items():
-                series = per_node.get(gpu)
-                if series is None:
-                    series = per_node[gpu] = _Recent(window)
-                series.extend(vals)
+        _extend_series(self.values, ctx.system.gpu_util, window)
         p95_limit, p5_limit = self.params["threshold_p95"], self.params["threshold_p5"]
         for node, gpus in self.values.items():
             for gpu, series in gpus.items():
@@ -226,7 +228,7 @@ class LowGPUUtilization(ProfilerRule):
                 if q95 < p95_limit or (q95 > p95_limit and q5 < p5_limit):
                     self._violation()
                     details = self.report["Details"]
-                    box = _full_box(series)
+                    box = box_plot(series.history)
                     details.setdefault(node, {})[gpu] = {
                         "gpu_max": series.history.max(),
                         "gpu_95": q95,
@@ -267,14 +269,8 @@ class BatchSize(ProfilerRule):
     def evaluate(self, ctx: WindowContext) -> bool:
         window = int(self.params["window"])
         system = ctx.system
-        for target, source in ((self.util, system.gpu_util), (self.mem, system.gpu_mem)):
-            for node, gpus in source.items():
-                per_node = target.setdefault(node, {})
-                for gpu, vals in gpus.items():
-                    series = per_node.get(gpu)
-                    if series is None:
-                        series = per_node[gpu] = _Recent(window)
-                    series.extend(vals)
+        _extend_series(self.util, system.gpu_util, window)
+        _extend_series(self.mem, system.gpu_mem, window)
         self.core_ids |= {n for n in system.cpu_names if n is not None}
         cores = len(self.core_ids)
         for node, sums in system.sums["CPU"].items():
@@ -356,19 +352,8 @@ class GPUMemoryIncrease(ProfilerRule):
                     if diff > increase:
                         self._violation()
                         h = series.history
-                        p05, p25, p50, p75, p95 = h.quantiles((0.05, 0.25, 0.5, 0.75, 0.95))
-                        iqr = p75 - p25
                         details.setdefault(node, {})[gpu] = {
-                            "increase": diff,
-                            "gpu_max": h.max(),
-                            "p05": p05,
-                            "p25": p25,
-                            "p50": p50,
-                            "p75": p75,
-                            "p95": p95,
-                            "upper": min(p75 + 1.5 * iqr, h.max()),
-                            "lower": max(p25 - 1.5 * iqr, h.min()),
-                        }
+                            "increase": diff, "gpu_max": h.max(), "p05": h.quantile(0.05), **box_plot(h)}
                         details["last_timestamp"] = ctx.start_us
         return self.triggered()
 
