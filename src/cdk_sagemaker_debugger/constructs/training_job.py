@@ -685,8 +685,7 @@ class ProfiledTrainingJob(Construct):
         if self.rule_set is not None:
             repositories.extend(self.rule_set.image_repository_arns())
             self.rule_set.grant_read_sources(role)
-        repositories += self._debugger_rule_repositories(self._debugger_rules)
-        self._allow_image_pull(role, repositories)
+        self._allow_image_pull(role, repositories)  # debugger rule images join in _grant_debugger_rule_needs
         if self.training_image_repository is not None:
             self.training_image_repository.grant_pull(role)
         role.add_to_policy(iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]))
