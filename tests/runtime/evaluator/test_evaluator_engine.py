@@ -112,14 +112,14 @@ def _run_once(live: Path, state: dict | None, ended: bool) -> dict:
 
 
 def test_incremental_runs_with_a_lost_run_equal_one_shot(tmp_path: Path):
-    spec = small_spec(minutes=6, nodes=2, gpu_util=lambda n, d, s, t: 40.0 + (s % 7) * 5, steps=StepSpec(count=900),
+    spec = small_spec(minutes=4, nodes=2, gpu_util=lambda n, d, s, t: 40.0 + (s % 7) * 5, steps=StepSpec(count=600),
                       dataloader=DataloaderSpec(workers=3))
     full = write_job(tmp_path / "full", spec)
     expected = _one_shot(full)
     live = tmp_path / "live"
     arrivals = _arrival_order(full)
     state = None
-    for step, count in enumerate((3, 7, 12, 16, len(arrivals))):
+    for step, count in enumerate((3, 5, 8, 11, len(arrivals))):
         for path in arrivals[:count]:
             target = live / path.relative_to(full)
             if not target.exists():
@@ -132,7 +132,7 @@ def test_incremental_runs_with_a_lost_run_equal_one_shot(tmp_path: Path):
         shutil.copy(full / marker, live / marker)
     state = _run_once(live, state, ended=False)
     final = Evaluator.from_state(state["evaluator"])
-    assert final.windows_evaluated == 6
+    assert final.windows_evaluated == 4
     assert report_files(final.results(final=True)) == expected
     assert final.diagnostics()["late_records"] == 0
 
