@@ -106,8 +106,8 @@ def test_permissions_are_scoped_to_the_job_prefix(template: Template):
     assert len(put) == 1 and "/training/llm-finetune*/rule-output/*" in json.dumps(put[0]["Resource"])
     reads = json.dumps(by_action["s3:GetObject"])
     assert "/training/llm-finetune*/profiler-output/*" in reads
-    assert by_action["s3:ListBucket"][0]["Condition"] == {
-        "StringLike": {"s3:prefix": ["training/llm-finetune*/profiler-output/*"]}}
+    assert by_action["s3:ListBucket"][0]["Condition"] == {"StringLike": {"s3:prefix": [
+        "training/llm-finetune*/profiler-output/*", "training/llm-finetune*/rule-output/*"]}}
     assert "events:PutEvents" in by_action
     template.resource_properties_count_is("AWS::IAM::Role", {"ManagedPolicyArns": Match.any_value()}, 0)
 

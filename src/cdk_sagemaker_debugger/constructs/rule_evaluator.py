@@ -224,9 +224,14 @@ class RuleEvaluator(Construct):
         profiler_objects = self.profiler_bucket.arn_for_objects(f"{prof}{prefix}*/profiler-output/*")
         role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[reports]))
         role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[profiler_objects]))
-        role.add_to_policy(iam.PolicyStatement(
-            actions=["s3:ListBucket"], resources=[self.profiler_bucket.bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [f"{prof}{prefix}*/profiler-output/*"]}}))
+        # ListBucket also makes a missing state object a 404 rather than a 403 on the first run
+        listed: dict[int, tuple[s3.IBucket, list[str]]] = {}
+        for bucket, pattern in ((self.profiler_bucket, f"{prof}{prefix}*/profiler-output/*"),
+                                (self.output_bucket, f"{out}{prefix}*/rule-output/*")):
+            listed.setdefault(id(bucket), (bucket, []))[1].append(pattern)
+        for bucket, patterns in listed.values():
+            role.add_to_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
+                                                   conditions={"StringLike": {"s3:prefix": patterns}}))
         for bucket in {id(b): b for b in (self.output_bucket, self.profiler_bucket)}.values():
             if bucket.encryption_key is not None:
                 bucket.encryption_key.grant_encrypt_decrypt(role)
