@@ -258,7 +258,8 @@ class Harness:
         )
         self.published: list[dict[str, Any]] = []
         self.announced: list[dict[str, Any]] = []
-        self.stop_calls: list[tuple[str, tuple[str, str] | None]] = []  # (job, transition being acted on)
+        # (job, (rule, status) being acted on, what SageMaker did: stopped / refused / throttled)
+        self.stop_calls: list[tuple[str, tuple[str, str] | None, str]] = []
         self.retry_queue: list[Any] = []
         self.unexpected: list[BaseException] = []
         self._crash_at: dict[str, Callable[[dict[str, Any]], bool]] = {}
@@ -295,8 +296,12 @@ class Harness:
         self._hooks.append((client, event_name, hook))
 
     def _queue_sagemaker_response(self, params: dict[str, Any], model: Any, **_: Any) -> None:
+        # read before any nested invocation logs its own line
+        in_hand = self._transition_in_hand() if model.name == "StopTrainingJob" else None
         # faults for SageMaker are decided here, before anything is queued, so the Stubber's queue stays in call order
         if self._inject(model.name, params):
+            if model.name == "StopTrainingJob":
+                self.stop_calls.append((params["TrainingJobName"], in_hand, "throttled"))
             self.stubber.add_client_error(
                 _snake(model.name), "ThrottlingException", "Rate exceeded", 400, expected_params=params
             )
@@ -316,11 +321,12 @@ class Harness:
                 )
         elif model.name == "StopTrainingJob":
             job = self.world.jobs.get(name)
-            self.stop_calls.append((name, self._transition_in_hand()))
             if job is not None and job.status == "InProgress":
+                self.stop_calls.append((name, in_hand, "stopped"))
                 job.status, job.secondary_status = "Stopping", "Stopping"
                 self.stubber.add_response("stop_training_job", {}, expected)
             else:
+                self.stop_calls.append((name, in_hand, "refused"))
                 status = job.status if job else "missing"
                 self.stubber.add_client_error(
                     "stop_training_job",
@@ -413,6 +419,8 @@ class Harness:
                 self.invoke(event)
             self.clock.advance(self.settings.default_lease_seconds + 180)
             self.invoke(SCHEDULED_EVENT)
+            if not self.retry_queue:
+                break
 
     # -- observations -----------------------------------------------------------------------------------------------
 

@@ -45,7 +45,7 @@ def test_issues_found_notifies_once_stops_once_and_announces(harness: Harness) -
 
     assert result == {"outcome": "processed", "notified": 1, "stop_calls": 1, "refused": 0, "job": job}
     assert harness.notifications() == {(job, "LowGPUUtilization", "IssuesFound"): 1}
-    assert harness.stop_calls == [(job, ("LowGPUUtilization", "IssuesFound"))]
+    assert harness.stop_calls == [(job, ("LowGPUUtilization", "IssuesFound"), "stopped")]
     assert harness.world.jobs[job].status == "Stopping"
     params = harness.published[0]
     assert params["Subject"] == f"[IssuesFound] LowGPUUtilization on {job}"
@@ -266,7 +266,10 @@ def test_an_invocation_that_outlives_its_lease_stops_before_notifying(harness: H
     harness.invoke(harness.world.state_change_event(job))
 
     assert harness.notifications() == {(job, "CPUBottleneck", "IssuesFound"): 1}
-    assert harness.stop_calls == [(job, ("CPUBottleneck", "IssuesFound"))] * 2
+    assert harness.stop_calls == [
+        (job, ("CPUBottleneck", "IssuesFound"), "stopped"),
+        (job, ("CPUBottleneck", "IssuesFound"), "refused"),
+    ]
     assert harness.world.jobs[job].status == "Stopping"
     assert "lost the lease on a transition; the new owner finishes it" in harness.log_lines()
 

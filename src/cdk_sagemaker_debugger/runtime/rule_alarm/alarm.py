@@ -32,7 +32,7 @@ from .events import (
     parse_event,
     statuses_from_description,
 )
-from .ledger import DONE, Claim, ClaimRefused, JobLedger, LeaseLost, Ledger, Transition, transition_from_item
+from .ledger import DONE, Claim, ClaimRefused, JobLedger, LeaseLost, Ledger, Transition
 from .logs import get_logger
 from .message import JobView, Notification, compose
 from .settings import Settings
@@ -175,18 +175,19 @@ class RuleAlarmProcessor:
         job = JobView.from_description(description)
         known = self.ledger.job_ledger(job_name)
         statuses = statuses_from_description(description)
-        self._act_on_statuses(job, statuses, invocation, known=known)
+        settled = self._act_on_statuses(job, statuses, invocation, known=known)
         # transitions recorded earlier whose owner crashed or gave up (including evaluator ones Describe cannot show)
         attempted = {(s.rule, s.status) for s in statuses if self._wanted(s)}
         now_ms = int(self._clock() * 1000)
-        for item in known.pending():
-            if (item["rule"], item["status"]) in attempted or int(item.get("lease_until_ms", 0)) >= now_ms:
+        for transition, lease_expired in known.pending(now_ms):
+            if (transition.rule, transition.status) in attempted:
                 continue
-            self._process(job, transition_from_item(item), invocation)
+            if not lease_expired:
+                settled = False  # a live invocation is on it; look again next minute
+                continue
+            settled = self._process(job, transition, invocation) and settled
         rules_running = any(s.status in RULE_STATUSES_STILL_RUNNING for s in statuses)
-        if job.status in JOB_STATUSES_STILL_RUNNING or rules_running:
-            return False
-        if self.ledger.job_ledger(job_name).pending():
+        if job.status in JOB_STATUSES_STILL_RUNNING or rules_running or not settled:
             return False
         self.ledger.unwatch(job_name)
         self._log.info("stopped watching finished training job", extra={"job": job_name, "job_status": job.status})
@@ -200,12 +201,14 @@ class RuleAlarmProcessor:
 
     def _act_on_statuses(
         self, job: JobView, statuses: Iterable[RuleStatus], invocation: _Invocation, *, known: JobLedger | None
-    ) -> None:
+    ) -> bool:
+        """Process every wanted status; True when all of them are done."""
+        settled = True
         for status in statuses:
             if not self._wanted(status):
                 continue
             if known is not None and known.state_of(status.rule, status.status) == DONE:
-                continue  # the sweep read the ledger already; skip the write that would be refused
+                continue  # the sweep read the ledger already: skip a write that would be refused
             transition = Transition(
                 job_name=job.name,
                 rule=status.rule,
@@ -216,9 +219,11 @@ class RuleAlarmProcessor:
                 evaluation_job_arn=status.evaluation_job_arn,
                 reported_by=status.reported_by,
             )
-            self._process(job, transition, invocation)
+            settled = self._process(job, transition, invocation) and settled
+        return settled
 
-    def _process(self, job: JobView, transition: Transition, invocation: _Invocation) -> None:
+    def _process(self, job: JobView, transition: Transition, invocation: _Invocation) -> bool:
+        """Claim and act on one transition; True when it is done (by this invocation or an earlier one)."""
         fields = {
             "job": transition.job_name,
             "rule": transition.rule,
@@ -230,20 +235,22 @@ class RuleAlarmProcessor:
         except Exception as error:
             self._log.exception("could not claim transition", extra=fields)
             invocation.failures.append(f"{transition.job_name}/{transition.rule}/{transition.status}: {error}")
-            return
+            return False
         if isinstance(claim, ClaimRefused):
             invocation.refused += 1
             reason = "already handled" if claim.state == DONE else "being handled by another invocation"
             self._log.info(f"skipped transition: {reason}", extra={**fields, "ledger_state": claim.state})
-            return
+            return claim.state == DONE
         if claim.taken_over:
             self._log.warning(
                 "resuming transition after an earlier attempt failed", extra={**fields, "attempt": claim.attempts}
             )
         try:
             self._act(job, claim, invocation, fields)
+            return True
         except LeaseLost:
             self._log.warning("lost the lease on a transition; the new owner finishes it", extra=fields)
+            return False
         except Exception as error:
             self._log.exception("failed to act on transition; it will be retried", extra=fields)
             invocation.failures.append(f"{transition.job_name}/{transition.rule}/{transition.status}: {error}")
@@ -251,6 +258,7 @@ class RuleAlarmProcessor:
                 self.ledger.release(claim)
             except Exception:  # the lease expires on its own; the original error is the one to report
                 self._log.exception("could not release the lease", extra=fields)
+            return False
 
     def _act(self, job: JobView, claim: Claim, invocation: _Invocation, fields: Mapping[str, Any]) -> None:
         transition = claim.transition

@@ -70,6 +70,10 @@ def parse_event(event: Any) -> JobEvent | SweepRequest:
     if not isinstance(event, Mapping):
         raise MalformedEvent(f"event is a {type(event).__name__}, expected a JSON object")
     source, detail_type = event.get("source"), event.get("detail-type")
+    if not isinstance(source, str) or not isinstance(detail_type, str):
+        raise MalformedEvent(
+            f"'source' and 'detail-type' must be strings, got {_short(source)!r}/{_short(detail_type)!r}"
+        )
     if source == SCHEDULE_SOURCE and detail_type == SCHEDULED_EVENT:
         return SweepRequest()
     if (source, detail_type) not in {

@@ -15,7 +15,7 @@ from .settings import Settings
 
 # Throttling and transient errors are retried with exponential backoff and jitter by botocore's "standard" mode;
 # what still fails is raised, so Lambda's asynchronous retries and then the dead-letter queue keep the event.
-RETRY_CONFIG = Config(retries={"mode": "standard", "max_attempts": 6}, connect_timeout=5, read_timeout=20)
+RETRY_CONFIG = Config(retries={"mode": "standard", "total_max_attempts": 6}, connect_timeout=5, read_timeout=20)
 
 _processor: RuleAlarmProcessor | None = None
 

@@ -10,8 +10,9 @@ repeating everything. Every write after the claim is conditional on still owning
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
@@ -81,8 +82,13 @@ class JobLedger:
         item = self.items.get((rule, status))
         return item.get("state") if item else None
 
-    def pending(self) -> list[dict[str, Any]]:
-        return [item for item in self.items.values() if item.get("state") == PENDING]
+    def pending(self, now_ms: int) -> list[tuple[Transition, bool]]:
+        """Pending transitions, each with whether its owner's lease has run out (it crashed, or gave up)."""
+        return [
+            (transition_from_item(item), int(item.get("lease_until_ms", 0)) < now_ms)
+            for item in self.items.values()
+            if item.get("state") == PENDING
+        ]
 
 
 def transition_key(job_name: str, rule: str, status: str) -> dict[str, str]:
@@ -134,48 +140,33 @@ class Ledger:
         self._client.delete_item(TableName=self._table, Key=_serialize({"pk": WATCHED_PARTITION, "sk": job_name}))
 
     def watched_jobs(self) -> list[str]:
-        return [item["sk"] for item in self._query(WATCHED_PARTITION)]
+        return [item["sk"] for item in self._query(WATCHED_PARTITION, projection="sk")]
 
     # -- transitions ------------------------------------------------------------------------------------------------
 
     def job_ledger(self, job_name: str) -> JobLedger:
         ledger = JobLedger()
-        for item in self._query(f"job#{job_name}"):
-            if "rule" in item and "status" in item:
-                ledger.items[(item["rule"], item["status"])] = item
+        for item in self._query(f"job#{job_name}", projection="#state, lease_until_ms, #snapshot"):
+            if "snapshot" in item:
+                transition = transition_from_item(item)
+                ledger.items[(transition.rule, transition.status)] = item
         return ledger
 
     def claim(self, transition: Transition, *, owner: str, lease_seconds: float) -> Claim | ClaimRefused:
         """Create the transition item, or take over a pending one whose lease expired. Exactly one caller wins."""
         now_ms = int(self._clock() * 1000)
         lease_until_ms = now_ms + int(lease_seconds * 1000)
-        snapshot = {
-            "job": transition.job_name,
-            "rule": transition.rule,
-            "status": transition.status,
-            "job_arn": transition.job_arn,
-            "details": transition.details,
-            "modified_at": transition.modified_at,
-            "evaluation_job_arn": transition.evaluation_job_arn,
-            "reported_by": transition.reported_by,
-            "first_seen_at_ms": now_ms,
-        }
-        snapshot = {name: value for name, value in snapshot.items() if value is not None}
-        # the first observation is kept, so a notification re-sent after a crash reads like the original
-        assignments = [f"#{name} = if_not_exists(#{name}, :{name})" for name in snapshot]
-        values = {f":{name}": value for name, value in snapshot.items()}
-        names = {f"#{name}": name for name in snapshot}
         try:
             response = self._client.update_item(
                 TableName=self._table,
                 Key=_serialize(transition.key),
+                # the first observation is kept, so a notification re-sent after a crash reads like the original
                 UpdateExpression=(
                     "SET #state = :pending, #owner = :owner, lease_until_ms = :lease, expires_at = :ttl, "
-                    + ", ".join(assignments)
-                    + " ADD attempts :one"
+                    "#snapshot = if_not_exists(#snapshot, :snapshot) ADD attempts :one"
                 ),
                 ConditionExpression="attribute_not_exists(pk) OR (#state = :pending AND lease_until_ms < :now)",
-                ExpressionAttributeNames={"#state": "state", "#owner": "owner", **names},
+                ExpressionAttributeNames={"#state": "state", "#owner": "owner", "#snapshot": "snapshot"},
                 ExpressionAttributeValues=_serialize(
                     {
                         ":pending": PENDING,
@@ -184,10 +175,11 @@ class Ledger:
                         ":ttl": now_ms // 1000 + self._transition_ttl,
                         ":now": now_ms,
                         ":one": 1,
-                        **values,
+                        ":snapshot": _snapshot_text(transition),
                     }
                 ),
-                ReturnValues="ALL_NEW",
+                # a new item returns nothing; a takeover returns what the crashed owner had already done
+                ReturnValues="ALL_OLD",
                 ReturnValuesOnConditionCheckFailure="ALL_OLD",
             )
         except ClientError as error:
@@ -198,16 +190,16 @@ class Ledger:
             return ClaimRefused(
                 state=old.get("state"), owner=old.get("owner"), lease_until_ms=int(lease) if lease is not None else None
             )
-        item = _deserialize(response["Attributes"])
+        previous = _deserialize(response.get("Attributes") or {})
         return Claim(
-            transition=transition_from_item(item),
+            transition=transition_from_item(previous) if previous.get("snapshot") else transition,
             owner=owner,
             lease_until_ms=lease_until_ms,
-            attempts=int(item.get("attempts", 1)),
-            stop_outcome=item.get("stop_outcome"),
-            message_id=item.get("message_id"),
-            announced=bool(item.get("announced", False)),
-            taken_over=int(item.get("attempts", 1)) > 1,
+            attempts=int(previous.get("attempts", 0)) + 1,
+            stop_outcome=previous.get("stop_outcome"),
+            message_id=previous.get("message_id"),
+            announced=bool(previous.get("announced", False)),
+            taken_over=bool(previous),
         )
 
     def record(self, claim: Claim, **progress: Any) -> None:
@@ -248,13 +240,17 @@ class Ledger:
                 ) from error
             raise
 
-    def _query(self, partition: str) -> Iterator[dict[str, Any]]:
+    def _query(self, partition: str, *, projection: str | None = None) -> Iterator[dict[str, Any]]:
         request: dict[str, Any] = {
             "TableName": self._table,
             "KeyConditionExpression": "pk = :pk",
             "ExpressionAttributeValues": _serialize({":pk": partition}),
             "ConsistentRead": True,
         }
+        if projection:
+            request["ProjectionExpression"] = projection
+            names = {"#state": "state", "#snapshot": "snapshot"}
+            request["ExpressionAttributeNames"] = {name: value for name, value in names.items() if name in projection}
         while True:
             page = self._client.query(**request)
             for item in page.get("Items", ()):
@@ -264,17 +260,14 @@ class Ledger:
             request["ExclusiveStartKey"] = page["LastEvaluatedKey"]
 
 
+def _snapshot_text(transition: Transition) -> str:
+    """The transition as first observed, kept as one JSON string attribute (cheap to write conditionally)."""
+    return json.dumps({name: value for name, value in asdict(transition).items() if value is not None})
+
+
 def transition_from_item(item: Mapping[str, Any]) -> Transition:
-    return Transition(
-        job_name=item["job"],
-        rule=item["rule"],
-        status=item["status"],
-        job_arn=item.get("job_arn"),
-        details=item.get("details"),
-        modified_at=item.get("modified_at"),
-        evaluation_job_arn=item.get("evaluation_job_arn"),
-        reported_by=item.get("reported_by", "SageMaker"),
-    )
+    known = {f.name for f in fields(Transition)}
+    return Transition(**{name: value for name, value in json.loads(item["snapshot"]).items() if name in known})
 
 
 def _serialize(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,199 @@
+"""Property-based tests: whatever order, duplication, staleness, crashes, throttling and races the events come with,
+every (job, rule, status) transition is notified exactly once, stopped at most once, and never stopped outside the
+prefix."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rule_alarm_world import SCHEDULED_EVENT, AwsClients, Harness, evaluator_event
+
+from cdk_sagemaker_debugger.runtime.rule_alarm.events import RULE_STATUSES
+
+WATCH_PREFIX = "exp-"
+STOP_PREFIX = "exp-gpu-"
+JOBS = ("exp-gpu-1", "exp-cpu-2", "prod-gpu-3")  # stoppable, watched only, outside the prefix
+MANAGED_RULES = ("LowGPUUtilization", "CPUBottleneck")
+EVALUATOR_RULES = ("StepOutlier", "LowGPUUtilization")  # one name shared with a managed rule
+TERMINAL_RULE_STATUSES = ("IssuesFound", "NoIssuesFound", "Error")
+
+
+def _is_claim(params: dict[str, Any]) -> bool:
+    return params.get("ConditionExpression", "").startswith("attribute_not_exists")
+
+
+def _any(_params: dict[str, Any]) -> bool:
+    return True
+
+
+# where a fault can strike: (operation, which calls of it)
+FAULT_POINTS = {
+    "describe": ("DescribeTrainingJob", _any),
+    "watch": ("PutItem", _any),
+    "sweep-query": ("Query", _any),
+    "claim": ("UpdateItem", _is_claim),
+    "stop": ("StopTrainingJob", _any),
+    "publish": ("Publish", _any),
+    "announce": ("PutEvents", _any),
+}
+CRASH_POINTS = (*FAULT_POINTS, "after-stop")
+
+jobs = st.sampled_from(JOBS)
+stale_detail = st.fixed_dictionaries(
+    {
+        "TrainingJobStatus": st.sampled_from(("InProgress", "Completed", "Stopped")),
+        "ProfilerRuleEvaluationStatuses": st.lists(
+            st.fixed_dictionaries(
+                {
+                    "RuleConfigurationName": st.sampled_from(MANAGED_RULES),
+                    "RuleEvaluationStatus": st.sampled_from(sorted(RULE_STATUSES)),
+                    "LastModifiedTime": st.one_of(st.integers(0, 2**41), st.text(max_size=12)),
+                }
+            ),
+            max_size=2,
+        ),
+    }
+)
+rule_verdict = st.tuples(st.just("rule"), jobs, st.sampled_from(MANAGED_RULES), st.sampled_from(TERMINAL_RULE_STATUSES))
+step = st.one_of(
+    rule_verdict,
+    rule_verdict,  # listed twice: verdicts are what the scenarios are about
+    st.tuples(st.just("end"), jobs, st.sampled_from(("Completed", "Failed"))),
+    st.tuples(st.just("settle"), jobs),
+    st.tuples(st.just("event"), jobs, st.integers(1, 3), st.one_of(st.none(), stale_detail)),
+    st.tuples(
+        st.just("evaluator"),
+        jobs,
+        st.sampled_from(EVALUATOR_RULES),
+        st.sampled_from(sorted(RULE_STATUSES)),
+        st.integers(1, 2),
+    ),
+    st.tuples(st.just("replay"), st.integers(0, 1000)),
+    st.just(("sweep",)),
+    st.tuples(st.just("tick"), st.sampled_from((1, 45, 200, 1200))),
+    st.tuples(st.just("crash"), st.sampled_from(CRASH_POINTS)),
+    st.tuples(st.just("fail"), st.sampled_from(tuple(FAULT_POINTS))),
+    st.tuples(st.just("race"), st.sampled_from(tuple(FAULT_POINTS)), st.sampled_from((*JOBS, "sweep"))),
+)
+configurations = st.fixed_dictionaries(
+    {
+        "statuses": st.sampled_from((frozenset({"IssuesFound"}), frozenset({"IssuesFound", "Error"}))),
+        "rule_names": st.sampled_from((None, frozenset({"LowGPUUtilization", "StepOutlier"}))),
+        "stop_prefix": st.sampled_from((STOP_PREFIX, WATCH_PREFIX, None)),
+    }
+)
+
+
+def _run(harness: Harness, steps: list[tuple[Any, ...]]) -> list[dict[str, Any]]:
+    """Play the scenario; return the evaluator events that were delivered (they are the only record of them)."""
+    world = harness.world
+    for name in JOBS:
+        world.add(name, MANAGED_RULES)
+    delivered: list[Any] = []
+    evaluator_events: list[dict[str, Any]] = []
+
+    def deliver(event: Any) -> None:
+        delivered.append(event)
+        harness.invoke(event)
+
+    for kind, *args in steps:
+        if kind == "rule":
+            world.set_rule(*args)
+        elif kind == "end":
+            world.end(*args)
+        elif kind == "settle":
+            world.settle(*args)
+        elif kind == "event":
+            name, copies, stale = args
+            detail = None if stale is None else {"TrainingJobName": name, **stale}
+            for _ in range(copies):
+                deliver(world.state_change_event(name, detail=detail))
+        elif kind == "evaluator":
+            name, rule, status, copies = args
+            entry = {
+                "RuleConfigurationName": rule,
+                "RuleEvaluationStatus": status,
+                "LastModifiedTime": harness.clock.now,
+            }
+            event = evaluator_event(name, [entry])
+            evaluator_events.append(event)
+            for _ in range(copies):
+                deliver(event)
+        elif kind == "replay" and delivered:
+            deliver(delivered[args[0] % len(delivered)])  # an old event, late and out of order
+        elif kind == "sweep":
+            deliver(SCHEDULED_EVENT)
+        elif kind == "tick":
+            harness.clock.advance(args[0])
+        elif kind == "crash":
+            if args[0] == "after-stop":
+                harness.crash_at("StopTrainingJob:after")
+            else:
+                harness.crash_at(*FAULT_POINTS[args[0]])
+        elif kind == "fail":
+            harness.fail_at(*FAULT_POINTS[args[0]])
+        elif kind == "race":
+            point, target = args
+            event = SCHEDULED_EVENT if target == "sweep" else world.state_change_event(target)
+            harness.run_nested_at(FAULT_POINTS[point][0], event)
+    harness.drain()
+    return evaluator_events
+
+
+def _expected(harness: Harness, evaluator_events: list[dict[str, Any]]) -> Counter[tuple[str, str, str]]:
+    """Every wanted transition SageMaker showed or the evaluator reported, for jobs under the watched prefix: once."""
+    cfg = harness.settings
+
+    def wanted(name: str, rule: str, status: str) -> bool:
+        return (
+            name.startswith(cfg.job_name_prefix)
+            and status in cfg.statuses
+            and (cfg.rule_names is None or rule in cfg.rule_names)
+        )
+
+    expected = set()
+    for name, job in harness.world.jobs.items():
+        expected |= {(name, rule, status) for rule, status in job.rules.items() if wanted(name, rule, status)}
+    for event in evaluator_events:
+        name = event["detail"]["TrainingJobName"]
+        for entry in event["detail"]["ProfilerRuleEvaluationStatuses"]:
+            if wanted(name, entry["RuleConfigurationName"], entry["RuleEvaluationStatus"]):
+                expected.add((name, entry["RuleConfigurationName"], entry["RuleEvaluationStatus"]))
+    return Counter(dict.fromkeys(expected, 1))
+
+
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(config=configurations, steps=st.lists(step, min_size=1, max_size=18))
+def test_each_transition_is_notified_exactly_once_and_stopped_at_most_once(
+    aws: AwsClients, config: dict[str, Any], steps: list[tuple[Any, ...]]
+) -> None:
+    with Harness(aws, settings=config) as harness:
+        evaluator_events = _run(harness, steps)
+
+        assert harness.unexpected == []
+        expected = _expected(harness, evaluator_events)
+        assert harness.notifications() == expected
+        announced = Counter(
+            (d["TrainingJobName"], d["RuleConfigurationName"], d["RuleEvaluationStatus"]) for d in harness.announced
+        )
+        assert announced == expected
+
+        effective_stops = Counter(
+            (name, transition) for name, transition, outcome in harness.stop_calls if outcome != "throttled"
+        )
+        assert all(count == 1 for count in effective_stops.values()), effective_stops
+        stop_prefix = config["stop_prefix"]
+        for name, transition, _outcome in harness.stop_calls:
+            assert stop_prefix is not None and name.startswith(stop_prefix), (name, stop_prefix)
+            assert transition is not None and (name, *transition) in expected
+
+        ledger = harness.ledger_items()
+        assert [item for item in ledger if item.get("state") == "pending"] == []
+        watched = {item["sk"] for item in ledger if item["pk"] == "watched"}
+        for name, job in harness.world.jobs.items():
+            finished = job.status not in ("InProgress", "Stopping") and "InProgress" not in job.rules.values()
+            under_prefix = name.startswith(WATCH_PREFIX)
+            assert (name in watched) == (under_prefix and not finished), (name, job)
