@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,8 @@ from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import JobSpec, write_job
 
 SHARED = Path(__file__).resolve().parents[3].parent / "shared"
+if not SHARED.exists():  # shared/ is laid beside the clone; elsewhere say where it is
+    SHARED = Path(os.environ.get("CDK_SAGEMAKER_DEBUGGER_SHARED", SHARED))
 FIXTURES = SHARED / "fixtures"
 
 
