@@ -408,3 +408,14 @@ class TestBadInput:
         contract(stack, environment={"BAD KEY": "x"})
         with pytest.raises(RuntimeError, match=r"\[Training/Job\] the CreateTrainingJob request is not valid .*\n  - Environment key 'BAD KEY': 'BAD KEY' does not match the pattern"):
             Template.from_stack(stack)
+
+
+def test_rules_added_after_the_job_get_their_permissions():
+    stack = make_stack("us-east-1")
+    rule_set = ProfilerRuleSet(stack, "Rules")
+    ProfiledTrainingJob(stack, "Job", job_name_prefix="late", training_image=IMAGE, rule_set=rule_set)
+    rule_set.add_rule(rules.ProfilerRule.custom(name="Own", rule_to_invoke="R", source="s3://b/r.py",
+                                                instance_type="ml.m5.xlarge", volume_size_in_gb=10))
+    policies = json.dumps(Template.from_stack(stack).find_resources("AWS::IAM::Policy"))
+    assert "864354269164:repository/sagemaker-debugger-rule-evaluator" in policies
+    assert "503895931360:repository/sagemaker-debugger-rules" not in policies  # no built-in rule, no pull

@@ -337,7 +337,7 @@ class TestGuardRails:
 
     def test_region_without_debugger(self):
         with pytest.raises(UnsupportedRegionError) as raised:
-            job(make_stack("me-central-1"))
+            job(make_stack("me-central-1"), profiler=ProfilerConfig())
         message = str(raised.value)
         assert message.startswith("Training/Job: region: SageMaker Debugger and the profiler are not available in region 'me-central-1'")
         assert "This job uses system monitoring (on unless profiler=ProfilerConfig(disable_profiler=True))" in message
@@ -345,6 +345,17 @@ class TestGuardRails:
     def test_region_without_debugger_is_fine_with_everything_off(self):
         training = job(make_stack("me-central-1"), profiler=ProfilerConfig(disable_profiler=True))
         assert training.debugger_rules == ()
+
+    @pytest.mark.parametrize(("region", "instance_type", "reason"), [
+        ("me-central-1", "ml.g5.2xlarge", "SageMaker has no Debugger or profiler in me-central-1"),
+        ("us-east-1", "ml.trn1.32xlarge", "the profiler does not support Trainium instances"),
+    ])
+    def test_default_profiler_is_switched_off_where_it_cannot_run(self, region, instance_type, reason):
+        stack = make_stack(region)
+        training = job(stack, instance_type=instance_type)
+        assert training.profiler.disable_profiler is True
+        infos = Annotations.from_stack(stack).find_info("*", Match.string_like_regexp(reason))
+        assert len(infos) == 1
 
     def test_region_without_the_custom_rule_image(self):
         custom = debugger_rules.Rule.custom(name="Mine", rule_to_invoke="Mine", source="s3://b/mine.py",
@@ -357,7 +368,7 @@ class TestGuardRails:
             r"^Training/Job: instance_type: ml\.trn1\.32xlarge is an AWS Trainium instance, where the SageMaker profiler is "
             r"not supported\. Turn it off: profiler=ProfilerConfig\(disable_profiler=True\)"
         )):
-            job(make_stack(), instance_type="ml.trn1.32xlarge")
+            job(make_stack(), instance_type="ml.trn1.32xlarge", profiler=ProfilerConfig())
 
     def test_trainium_with_the_profiler_off_keeps_debugger_rules(self):
         stack = make_stack()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import aws_cdk as cdk
@@ -38,6 +38,7 @@ class ProfilerRuleSet(Construct):
         self._stack = cdk.Stack.of(self)
         self._rules: list[ProfilerRule] = []
         self._assets: dict[str, s3_assets.Asset] = {}
+        self._listeners: list[Callable[[ProfilerRule], None]] = []
         for rule in rules or ():
             self.add_rule(rule)
 
@@ -83,7 +84,16 @@ class ProfilerRuleSet(Construct):
         self._rules.append(rule)
         if isinstance(rule, CustomProfilerRule) and rule.has_local_source:
             self._assets[rule.name] = s3_assets.Asset(self, f"Source{len(self._assets)}", path=rule.source)
+        for listener in self._listeners:
+            listener(rule)
         return self
+
+    def on_rule_added(self, listener: Callable[[ProfilerRule], None]) -> None:
+        """Call ``listener`` for every rule in the set now and for each rule added later (the job grants its role
+        what each rule needs this way, so rules added after the job get their permissions too)."""
+        self._listeners.append(listener)
+        for rule in self._rules:
+            listener(rule)
 
     def add_rules(self, rules: Iterable[ProfilerRule]) -> ProfilerRuleSet:
         for rule in rules:
@@ -103,19 +113,17 @@ class ProfilerRuleSet(Construct):
             )
         return configurations
 
-    def grant_read_sources(self, grantee: iam.IGrantable) -> None:
-        """Let the execution role read the custom rules' source assets."""
-        for asset in self._assets.values():
-            iam.Grant.add_to_principal(
-                grantee=grantee,
-                actions=["s3:GetObject"],
-                resource_arns=[asset.bucket.arn_for_objects(asset.s3_object_key)],
-            )
+    def grant_read_source(self, rule: ProfilerRule, grantee: iam.IGrantable) -> iam.Grant | None:
+        """Let ``grantee`` (the execution role) read ``rule``'s uploaded source file, and nothing else in the bucket."""
+        asset = self._assets.get(rule.name)
+        if asset is None:
+            return None
+        return iam.Grant.add_to_principal(
+            grantee=grantee, actions=["s3:GetObject"], resource_arns=[asset.bucket.arn_for_objects(asset.s3_object_key)]
+        )
 
-    def image_repository_arns(self) -> list[str]:
-        """ECR repositories of the rule evaluator images this set uses (the execution role pulls them)."""
-        arns: list[str] = []
-        for custom in (False, True):
-            if any((r.is_custom and getattr(r, "image_uri", None) is None) == custom for r in self._rules):
-                arns.append(rule_image_repository_arn(self._stack, custom=custom))
-        return arns
+    def image_repository_arn(self, rule: ProfilerRule) -> str | None:
+        """ECR repository of the evaluator image that runs ``rule`` (None for a custom rule with its own image)."""
+        if getattr(rule, "image_uri", None) is not None:
+            return None
+        return rule_image_repository_arn(self._stack, custom=rule.is_custom)

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import re
@@ -31,7 +32,9 @@ from ..model.debugger_rules import CustomRule, Rule, RulePermissions
 from ..model.distribution import DebuggerFeatures, Distribution, check_debugger_compatibility
 from ..model.errors import ConfigurationError, ConfigurationTypeError, UnsupportedRegionError
 from ..model.frameworks import FrameworkInfo, parse_training_image
+from ..model.images import DEBUGGER_UNSUPPORTED_REGIONS
 from ..model.profiler_config import ProfilerConfig, framework_profiling_deprecation
+from ..model.profiler_rules import ProfilerRule
 from ..model.training_request import (
     TRAINING_INPUT_MODES,
     assemble_request,
@@ -41,7 +44,15 @@ from ..model.training_request import (
     example_job_name,
     normalize_string_map,
 )
-from ._common import acknowledge, acknowledge_wildcards, concrete_region, rule_image, rule_image_repository_arn
+from ._common import (
+    LazyPath,
+    acknowledge,
+    acknowledge_wildcards,
+    concrete_region,
+    located,
+    rule_image,
+    rule_image_repository_arn,
+)
 from .rule_set import ProfilerRuleSet
 
 __all__ = ["ProfiledTrainingJob", "InputChannel"]
@@ -50,6 +61,7 @@ _ECR_IMAGE = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)
 _S3_URI = re.compile(r"^s3://(?P<bucket>[^/]+)/?(?P<key>.*)$")
 _TRAINING_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 _WARNING_PREFIX = "cdk-sagemaker-debugger"
+_TRAINIUM = re.compile(r"^ml[._]trn\d")
 # Stands in for the S3 URI of a local rule source while a rule is checked, before its asset exists.
 _PENDING_SOURCE_URI = "s3://pending-upload/rule-source.py"
 
@@ -183,7 +195,11 @@ class ProfiledTrainingJob(Construct):
         run_on_deploy: bool = False,
     ) -> None:
         super().__init__(scope, id)
-        where = self.node.path
+        # Each CDK call is a round trip to the jsii process: look the stack, region and path up once (the path only
+        # when an error message needs it).
+        where = self._where = LazyPath(self)
+        self._stack = cdk.Stack.of(self)
+        self._region = concrete_region(self._stack)
         check_job_name_prefix(job_name_prefix, where=where)
         if (training_image is None) == (algorithm_name is None):
             raise ConfigurationError(
@@ -200,7 +216,7 @@ class ProfiledTrainingJob(Construct):
             )
         check_instance(instance_type, instance_count, volume_size_in_gb, where=where)
         if profiler is None:
-            profiler = ProfilerConfig()
+            profiler = self._default_profiler(instance_type)
         if not isinstance(profiler, ProfilerConfig):
             raise ConfigurationTypeError(
                 f"expected a ProfilerConfig, got {type(profiler).__name__}.", where=where, field="profiler", value=profiler
@@ -222,11 +238,11 @@ class ProfiledTrainingJob(Construct):
                 value=distribution,
             )
         max_runtime = max_runtime or cdk.Duration.days(1)
+        self._stopping: dict[str, Any] = {"MaxRuntimeInSeconds": int(max_runtime.to_seconds())}
+        if max_wait is not None:
+            self._stopping["MaxWaitTimeInSeconds"] = int(max_wait.to_seconds())
         check_stopping(
-            int(max_runtime.to_seconds()),
-            int(max_wait.to_seconds()) if max_wait is not None else None,
-            use_spot_instances,
-            where=where,
+            self._stopping["MaxRuntimeInSeconds"], self._stopping.get("MaxWaitTimeInSeconds"), use_spot_instances, where=where
         )
         if checkpoint_local_path is not None and checkpoint_s3_uri is None:
             raise ConfigurationError(
@@ -284,6 +300,8 @@ class ProfiledTrainingJob(Construct):
             )
         self.output_bucket: s3.IBucket = output_bucket
         self.output_kms_key = output_kms_key
+        self._output_key_arn = output_kms_key.key_arn if output_kms_key is not None else None
+        self._volume_key_arn = volume_kms_key.key_arn if volume_kms_key is not None else None
         self.output_prefix = output_prefix.strip("/")
         #: OutputDataConfig.S3OutputPath. Model artifacts land in ``<output_s3_uri>/<job>/output/``.
         self.output_s3_uri: str = output_bucket.s3_url_for_object(self.output_prefix) if self.output_prefix else f"s3://{output_bucket.bucket_name}"
@@ -325,6 +343,7 @@ class ProfiledTrainingJob(Construct):
             self._grant_execution_permissions(role, vpc is not None)
             self._grant_debugger_rule_needs(self._debugger_rules, checked.permissions)
         self.role: iam.IRole = role
+        self._role_arn = role.role_arn
 
         # -- VPC ---------------------------------------------------------------------------------------------------
         self.vpc = vpc
@@ -336,6 +355,7 @@ class ProfiledTrainingJob(Construct):
                     ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, description=f"Training jobs {job_name_prefix}-*")
                 )
             self._subnet_ids = vpc.select_subnets(**_subnet_kwargs(vpc_subnets)).subnet_ids
+        self._security_group_ids = [sg.security_group_id for sg in self.security_groups]
 
         # -- state machine -----------------------------------------------------------------------------------------
         naming = sfn.Pass(
@@ -385,10 +405,10 @@ class ProfiledTrainingJob(Construct):
             self._start_on_deploy()
 
     # ------------------------------------------------------------------------------------------------------------------
-    @property
+    @functools.cached_property
     def training_job_arn_pattern(self) -> str:
-        """ARN pattern of every job this construct starts (``...:training-job/<prefix>-*``)."""
-        return cdk.Stack.of(self).format_arn(
+        """ARN pattern of every job this construct starts (``...:training-job/<prefix>-*``; ARNs are lower case)."""
+        return self._stack.format_arn(
             service="sagemaker", resource="training-job", resource_name=f"{self.job_name_prefix.lower()}-*"
         )
 
@@ -414,7 +434,7 @@ class ProfiledTrainingJob(Construct):
     def debug_hook(self) -> DebugHookConfig | None:
         """The hook the job runs: the given DebugHookConfig, the default one (with debugger rules or
         ``debug_hook=True``), or None."""
-        return resolve_debug_hook(self.debug_hook_setting, bool(self._debugger_rules), self.node.path)
+        return resolve_debug_hook(self.debug_hook_setting, bool(self._debugger_rules), self._where)
 
     @property
     def debugger_rule_source_assets(self) -> tuple[s3_assets.Asset, ...]:
@@ -496,13 +516,10 @@ class ProfiledTrainingJob(Construct):
             "VolumeSizeInGB": self.volume_size_in_gb,
         }
         if self.volume_kms_key is not None:
-            resource["VolumeKmsKeyId"] = self.volume_kms_key.key_arn
+            resource["VolumeKmsKeyId"] = self._volume_key_arn
         output: dict[str, Any] = {"S3OutputPath": self.output_s3_uri}
         if self.output_kms_key is not None:
-            output["KmsKeyId"] = self.output_kms_key.key_arn
-        stopping: dict[str, Any] = {"MaxRuntimeInSeconds": int(self.max_runtime.to_seconds())}
-        if self.max_wait is not None:
-            stopping["MaxWaitTimeInSeconds"] = int(self.max_wait.to_seconds())
+            output["KmsKeyId"] = self._output_key_arn
         checkpoint = None
         if self.checkpoint_s3_uri is not None:
             checkpoint = {"S3Uri": self.checkpoint_s3_uri}
@@ -510,22 +527,19 @@ class ProfiledTrainingJob(Construct):
                 checkpoint["LocalPath"] = self.checkpoint_local_path
         vpc_config = None
         if self.vpc is not None:
-            vpc_config = {
-                "SecurityGroupIds": [sg.security_group_id for sg in self.security_groups],
-                "Subnets": self._subnet_ids,
-            }
+            vpc_config = {"SecurityGroupIds": list(self._security_group_ids), "Subnets": list(self._subnet_ids)}
         rules = self.rule_set.render() if self.rule_set is not None else []
         debugger = self._render_debugger(self._debugger_rules).fragment
         return assemble_request(
             {
                 "TrainingJobName": job_name or example_job_name(self.job_name_prefix),
                 "AlgorithmSpecification": spec,
-                "RoleArn": self.role.role_arn,
+                "RoleArn": self._role_arn,
                 "InputDataConfig": [channel.to_request() for channel in self.inputs],
                 "OutputDataConfig": output,
                 "ResourceConfig": resource,
                 "VpcConfig": vpc_config,
-                "StoppingCondition": stopping,
+                "StoppingCondition": dict(self._stopping),
                 "HyperParameters": self._hyperparameters,
                 "Environment": self._environment,
                 "Tags": [{"Key": k, "Value": v} for k, v in self.tags.items()],
@@ -538,6 +552,21 @@ class ProfiledTrainingJob(Construct):
                 "ProfilerRuleConfigurations": rules,
             }
         )
+
+    def _default_profiler(self, instance_type: str) -> ProfilerConfig:
+        """System monitoring on, unless SageMaker cannot run it here (the SDK's behaviour): Debugger-less regions and
+        Trainium instances get the profiler switched off, with a note, instead of a request the API rejects."""
+        reason = None
+        if self._region in DEBUGGER_UNSUPPORTED_REGIONS:
+            reason = f"SageMaker has no Debugger or profiler in {self._region}"
+        elif isinstance(instance_type, str) and _TRAINIUM.match(instance_type):
+            reason = f"the profiler does not support Trainium instances ({instance_type})"
+        if reason is None:
+            return ProfilerConfig()
+        cdk.Annotations.of(self).add_info(
+            f"The profiler is switched off because {reason}. Pass profiler=ProfilerConfig(...) to decide yourself."
+        )
+        return ProfilerConfig(disable_profiler=True)
 
     def _state_parameters(self) -> dict[str, Any]:
         request = self.render_request()
@@ -558,8 +587,7 @@ class ProfiledTrainingJob(Construct):
         except ConfigurationError as error:
             problems.append(str(error))
         try:
-            request = cdk.Stack.of(self).resolve(self.render_request())
-            validate_request(_without_tokens(request))
+            validate_request(self.render_request())  # unresolved tokens are skipped by the validator
         except ConfigurationError as error:
             problems.append(str(error))
         return problems
@@ -577,15 +605,17 @@ class ProfiledTrainingJob(Construct):
             tensorboard=self.tensorboard,
             default_s3_output_path=self.output_s3_uri,
             job_name_prefix=self.job_name_prefix,
-            region=concrete_region(self),
+            region=self._region,
             image_for=self._debugger_rule_image,
             source_uri_for=self._debugger_rule_source_uri,
             framework=self.framework,
-            where=self.node.path,
+            where=self._where,
         )
 
     def _debugger_rule_image(self, rule: Rule) -> str:
-        return rule.image_uri if rule.image_uri is not None else rule_image(self, custom=rule.is_custom)
+        if rule.image_uri is not None:
+            return rule.image_uri
+        return located(self, lambda: rule_image(self._stack, custom=rule.is_custom))
 
     def _debugger_rule_source_uri(self, rule: Rule) -> str | None:
         asset = self._debugger_rule_sources.get(rule)
@@ -626,8 +656,8 @@ class ProfiledTrainingJob(Construct):
                 instance_type=self.instance_type,
                 instance_count=self.instance_count,
                 checkpointing=self.checkpoint_s3_uri is not None,
-                region=concrete_region(self),
-                where=self.node.path,
+                region=self._region,
+                where=self._where,
             )
         except UnsupportedRegionError as error:
             raise UnsupportedRegionError(
@@ -642,7 +672,7 @@ class ProfiledTrainingJob(Construct):
             raise ConfigurationError(
                 f"profiler rules {[r.name for r in self.rule_set.rules]} need the profiler, but "
                 "ProfilerConfig(disable_profiler=True) turns it off. Remove the rules or enable the profiler.",
-                where=self.node.path,
+                where=self._where,
                 field="profiler",
             )
         if self.profiler.framework_profile is not None:
@@ -652,7 +682,7 @@ class ProfiledTrainingJob(Construct):
 
     def _grant_execution_permissions(self, role: iam.Role, in_vpc: bool) -> None:
         """Least privilege for SageMaker: the job's own S3 prefixes, image pulls, its log groups and metrics."""
-        stack = cdk.Stack.of(self)
+        stack = self._stack
         wildcards: dict[str, str] = {}
         object_prefix = f"{self.output_prefix}/*" if self.output_prefix else "*"
         self.output_bucket.grant_read(role, object_prefix)
@@ -682,10 +712,10 @@ class ProfiledTrainingJob(Construct):
         repositories: list[str] = []
         if self.training_image is not None:
             repositories += _ecr_repository_arns(stack, self.training_image)
-        if self.rule_set is not None:
-            repositories.extend(self.rule_set.image_repository_arns())
-            self.rule_set.grant_read_sources(role)
         self._allow_image_pull(role, repositories)  # debugger rule images join in _grant_debugger_rule_needs
+        rule_set = self.rule_set
+        if rule_set is not None:
+            rule_set.on_rule_added(lambda rule: self._grant_profiler_rule(role, rule_set, rule))
         if self.training_image_repository is not None:
             self.training_image_repository.grant_pull(role)
         role.add_to_policy(iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]))
@@ -721,6 +751,13 @@ class ProfiledTrainingJob(Construct):
             )
         acknowledge_wildcards(role, wildcards)
 
+    def _grant_profiler_rule(self, role: iam.Role, rule_set: ProfilerRuleSet, rule: ProfilerRule) -> None:
+        """What the execution role needs to run ``rule``: its evaluator image and, for a custom rule, its source."""
+        repository = rule_set.image_repository_arn(rule)
+        if repository is not None:
+            self._allow_image_pull(role, [repository])
+        rule_set.grant_read_source(rule, role)
+
     def _allow_image_pull(self, role: iam.Role, repository_arns: Sequence[str]) -> None:
         """Let ``role`` pull from these ECR repositories; one statement, extended as rules are added."""
         new = [arn for arn in dict.fromkeys(repository_arns) if arn not in self._pulled_repositories]
@@ -737,7 +774,7 @@ class ProfiledTrainingJob(Construct):
             self._image_pull.add_resources(*new)
 
     def _debugger_rule_repositories(self, rules: Sequence[Rule]) -> list[str]:
-        stack = cdk.Stack.of(self)
+        stack = self._stack
         arns: list[str] = []
         for rule in rules:
             if rule.image_uri is None:
@@ -768,7 +805,7 @@ class ProfiledTrainingJob(Construct):
 
     def _grant_rule_actions(self, role: iam.Role, permissions: RulePermissions) -> None:
         """Email/SMS publish through the SMDebugRules topic; StopTraining lists in-progress jobs and stops one."""
-        stack = cdk.Stack.of(self)
+        stack = self._stack
         statements: list[iam.PolicyStatement] = []
         findings: dict[str, str] = {}
         if permissions.notification_topic and not self._granted_topic:
@@ -802,7 +839,7 @@ class ProfiledTrainingJob(Construct):
 
     def _grant_state_machine_permissions(self) -> None:
         """Exactly what createTrainingJob.sync needs, scoped to this construct's job names."""
-        stack = cdk.Stack.of(self)
+        stack = self._stack
         role = self.state_machine.role
         role.add_to_principal_policy(iam.PolicyStatement(
             actions=["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob",
@@ -832,7 +869,7 @@ class ProfiledTrainingJob(Construct):
 
     def _start_on_deploy(self) -> None:
         request_hash = hashlib.sha256(
-            json.dumps(cdk.Stack.of(self).resolve(self.render_request()), sort_keys=True, default=str).encode()
+            json.dumps(self._stack.resolve(self.render_request()), sort_keys=True, default=str).encode()
         ).hexdigest()[:16]
         call = cr.AwsSdkCall(
             service="SFN",
@@ -901,17 +938,6 @@ def _subnet_kwargs(selection: ec2.SubnetSelection | None) -> dict[str, Any]:
         return {"subnet_type": ec2.SubnetType.PRIVATE_WITH_EGRESS}
     return {k: getattr(selection, k) for k in ("availability_zones", "one_per_az", "subnet_filters", "subnet_group_name",
                                                 "subnets", "subnet_type") if getattr(selection, k, None) is not None}
-
-
-def _without_tokens(value: Any) -> Any:
-    """Resolved requests still hold CloudFormation intrinsics ({"Fn::Join": ...}); treat them as unknown strings."""
-    if isinstance(value, dict):
-        if len(value) == 1 and next(iter(value)).startswith(("Fn::", "Ref")):
-            return "${Token[intrinsic]}"
-        return {k: _without_tokens(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_without_tokens(v) for v in value]
-    return value
 
 
 @jsii.implements(cdk.IStableAnyProducer)

@@ -19,7 +19,7 @@ __all__ = ["Kind", "ParameterSpec", "validate_parameters", "is_token"]
 def is_token(value: object) -> bool:
     """True for unresolved CDK tokens (``${Token[...]}`` strings or the number encodings), without importing aws_cdk."""
     if isinstance(value, str):
-        return "${Token[" in value
+        return "${Token[" in value or "#{Token[" in value
     if isinstance(value, float):
         # CDK encodes number tokens as special negative doubles around -1.8881545897087626e+289.
         return value < -1e280
