@@ -287,6 +287,21 @@ def test_rule_names_and_statuses_filter(aws: AwsClients) -> None:
         assert harness.published[0]["Subject"] == f"[Error] CPUBottleneck on {job}"
 
 
+def test_an_error_status_notifies_but_does_not_stop(aws: AwsClients) -> None:
+    with Harness(aws, settings={"statuses": frozenset({"IssuesFound", "Error"}), "stop_prefix": "exp-"}) as harness:
+        job = _start(harness)
+        harness.world.set_rule(job, "CPUBottleneck", "Error")
+        harness.invoke(harness.world.state_change_event(job))
+        assert harness.notifications() == {(job, "CPUBottleneck", "Error"): 1}
+        assert harness.stop_calls == []
+        assert "Rule CPUBottleneck could not evaluate" in _email(harness.published[0])
+        assert "Action:" not in _email(harness.published[0])
+
+        harness.world.set_rule(job, "LowGPUUtilization", "IssuesFound")
+        harness.invoke(harness.world.state_change_event(job))
+        assert harness.stop_calls == [(job, ("LowGPUUtilization", "IssuesFound"), "stopped")]
+
+
 def test_stop_prefix_narrower_than_the_watched_prefix(aws: AwsClients) -> None:
     with Harness(aws, settings={"stop_prefix": "exp-gpu-"}) as harness:
         for name in ("exp-gpu-1", "exp-cpu-1"):

@@ -189,6 +189,7 @@ def test_each_transition_is_notified_exactly_once_and_stopped_at_most_once(
         for name, transition, _outcome in harness.stop_calls:
             assert stop_prefix is not None and name.startswith(stop_prefix), (name, stop_prefix)
             assert transition is not None and (name, *transition) in expected
+            assert transition[1] == "IssuesFound", "only a rule that found issues may stop training"
 
         ledger = harness.ledger_items()
         assert [item for item in ledger if item.get("state") == "pending"] == []

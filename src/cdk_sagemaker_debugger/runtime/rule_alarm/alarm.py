@@ -38,6 +38,7 @@ from .message import JobView, Notification, compose
 from .settings import Settings
 
 _NOT_FOUND_CODES = frozenset({"ValidationException", "ResourceNotFound"})
+STOP_ON_STATUS = "IssuesFound"
 
 
 class RuleAlarmIncomplete(RuntimeError):
@@ -263,7 +264,8 @@ class RuleAlarmProcessor:
     def _act(self, job: JobView, claim: Claim, invocation: _Invocation, fields: Mapping[str, Any]) -> None:
         transition = claim.transition
         stop_outcome = claim.stop_outcome
-        if self.settings.stop_prefix is not None and stop_outcome is None:
+        # only a rule that found issues stops training; an Error or a clean verdict is worth a message, not a stop
+        if self.settings.stop_prefix is not None and transition.status == STOP_ON_STATUS and stop_outcome is None:
             stop_outcome = self._stop(job, invocation, fields)
             self.ledger.record(claim, stop_outcome=stop_outcome)
         notification = compose(job, transition, stop_outcome=stop_outcome)

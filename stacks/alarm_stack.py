@@ -1,0 +1,33 @@
+"""Reference stack: a profiled training job whose rule verdicts are e-mailed, texted and stop the job, exactly once."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from constructs import Construct
+
+from cdk_sagemaker_debugger import SMS, Email, ProfiledTrainingJob, ProfilerRuleSet, RuleAlarm, StopTraining, rules
+
+PYTORCH_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
+
+
+class AlarmStack(cdk.Stack):
+    """ProfilerReport plus a strict LowGPUUtilization on a GPU job; a finding mails, texts and stops the job, and a
+    rule that errors (for example because no profiler data arrived) mails and texts too."""
+
+    def __init__(self, scope: Construct, id: str, **kwargs) -> None:
+        super().__init__(scope, id, env=kwargs.pop("env", cdk.Environment(region="us-east-1")), **kwargs)
+        self.rule_set = ProfilerRuleSet(self, "Rules", rules=[
+            rules.ProfilerReport(),
+            rules.LowGPUUtilization(threshold_p95=60, window=300),
+        ])
+        self.job = ProfiledTrainingJob(self, "Job",
+            job_name_prefix="resnet-exp",
+            training_image=PYTORCH_IMAGE,
+            instance_type="ml.g5.2xlarge",
+            rule_set=self.rule_set,
+        )
+        self.alarm = RuleAlarm(self, "Alarm",
+            training_job=self.job,
+            actions=[Email("ml-team@example.com"), SMS("+15555550100"), StopTraining()],
+            statuses=["IssuesFound", "Error"],
+        )

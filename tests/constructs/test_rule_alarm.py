@@ -1,0 +1,391 @@
+"""RuleAlarm construct: detection rule, encrypted topic with subscriptions, prefix-scoped handler, ledger, dead-letter
+queue and alarms; cdk-nag, cfn-lint, the Lambda asset, the snapshot, and clear errors for bad props."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import site
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+import pytest
+from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_sqs as sqs
+from aws_cdk.assertions import Match, Template
+from helpers import scrub
+from syrupy.extensions.json import JSONSnapshotExtension
+
+from cdk_sagemaker_debugger import SMS, Email, ProfiledTrainingJob, ProfilerRuleSet, RuleAlarm, StopTraining, rules
+from cdk_sagemaker_debugger.model.errors import ConfigurationError, ConfigurationTypeError
+from stacks.alarm_stack import AlarmStack
+
+IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
+US_EAST_1 = cdk.Environment(region="us-east-1")
+
+
+@pytest.fixture(scope="module")
+def synthesized(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    from cdk_nag import AwsSolutionsChecks
+
+    out = tmp_path_factory.mktemp("alarm-cdk-out")
+    app = cdk.App(outdir=str(out))
+    stack = AlarmStack(app, "Alarm")
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app))
+    app.synth()  # raises on any unacknowledged AwsSolutions finding
+    return {
+        "stack": stack,
+        "template": Template.from_stack(stack),
+        "out": out,
+        "report": json.loads((out / "validation-report.json").read_text()),
+    }
+
+
+@pytest.fixture(scope="module")
+def template(synthesized: dict[str, Any]) -> Template:
+    return synthesized["template"]
+
+
+def _only(template: Template, resource_type: str, props: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+    found = template.find_resources(resource_type, {"Properties": props} if props else None)
+    assert len(found) == 1, f"expected one {resource_type}, found {sorted(found)}"
+    ((logical_id, resource),) = found.items()
+    return logical_id, resource["Properties"]
+
+
+def _handler(template: Template) -> tuple[str, dict[str, Any]]:
+    return _only(template, "AWS::Lambda::Function", {"Handler": "rule_alarm.handler.handler"})
+
+
+def _handler_statements(template: Template) -> list[dict[str, Any]]:
+    role_id = _handler(template)[1]["Role"]["Fn::GetAtt"][0]
+    policies = template.find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role_id}]}})
+    return [s for policy in policies.values() for s in policy["Properties"]["PolicyDocument"]["Statement"]]
+
+
+def _by_action(statements: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    by_action: dict[str, list[dict[str, Any]]] = {}
+    for statement in statements:
+        actions = statement["Action"]
+        for action in [actions] if isinstance(actions, str) else actions:
+            by_action.setdefault(action, []).append(statement)
+    return by_action
+
+
+def _job_arn(suffix: str) -> dict[str, Any]:
+    return {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":sagemaker:us-east-1:", {"Ref": "AWS::AccountId"},
+                              f":training-job/{suffix}"]]}
+
+
+# -- the reference stack -------------------------------------------------------------------------------------------
+
+
+def test_event_rule_takes_sagemaker_and_evaluator_events_for_the_job_prefix(template: Template) -> None:
+    handler_id, _ = _handler(template)
+    _, rule = _only(template, "AWS::Events::Rule", {"EventPattern": Match.any_value()})
+    assert rule["EventPattern"] == {
+        "source": ["aws.sagemaker", "cdk-sagemaker-debugger"],
+        "detail-type": ["SageMaker Training Job State Change", "Profiler Rule Evaluation Status Change"],
+        "detail": {"TrainingJobName": [{"prefix": "resnet-exp-"}]},
+    }
+    (target,) = rule["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [handler_id, "Arn"]}
+    assert "DeadLetterConfig" in target
+
+
+def test_sweep_runs_every_minute_into_the_same_handler(template: Template) -> None:
+    handler_id, _ = _handler(template)
+    _, sweep = _only(template, "AWS::Events::Rule", {"ScheduleExpression": "rate(1 minute)"})
+    (target,) = sweep["Targets"]
+    assert target["Arn"] == {"Fn::GetAtt": [handler_id, "Arn"]} and "DeadLetterConfig" in target
+    template.resource_properties_count_is(
+        "AWS::Lambda::Permission", {"Principal": "events.amazonaws.com", "FunctionName": {"Fn::GetAtt": [handler_id, "Arn"]}}, 2
+    )
+
+
+def test_topic_uses_a_rotating_customer_managed_key_that_admits_eventbridge(template: Template) -> None:
+    key_id, key = _only(template, "AWS::KMS::Key", {"Description": Match.string_like_regexp("rule alarm")})
+    assert key["EnableKeyRotation"] is True
+    assert {
+        "Sid": "AllowEventBridgeToUseTheKey",
+        "Effect": "Allow",
+        "Principal": {"Service": "events.amazonaws.com"},
+        "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
+        "Resource": "*",
+        "Condition": {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}},
+    } in key["KeyPolicy"]["Statement"]
+    topic_id, _ = _only(template, "AWS::SNS::Topic", {"KmsMasterKeyId": {"Fn::GetAtt": [key_id, "Arn"]}})
+    template.has_resource_properties("AWS::SNS::TopicPolicy", {
+        "Topics": [{"Ref": topic_id}],
+        "PolicyDocument": {"Statement": Match.array_with([Match.object_like({
+            "Effect": "Deny", "Action": "sns:Publish", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})])},
+    })
+    by_action = _by_action(_handler_statements(template))
+    assert by_action["kms:GenerateDataKey*"][0]["Resource"] == {"Fn::GetAtt": [key_id, "Arn"]}
+    assert by_action["sns:Publish"][0]["Resource"] == {"Ref": topic_id}
+
+
+def test_email_and_sms_subscriptions(template: Template) -> None:
+    topic_id, _ = _only(template, "AWS::SNS::Topic")
+    template.has_resource_properties(
+        "AWS::SNS::Subscription", {"Protocol": "email", "Endpoint": "ml-team@example.com", "TopicArn": {"Ref": topic_id}}
+    )
+    template.has_resource_properties(
+        "AWS::SNS::Subscription", {"Protocol": "sms", "Endpoint": "+15555550100", "TopicArn": {"Ref": topic_id}}
+    )
+    template.resource_count_is("AWS::SNS::Subscription", 2)
+
+
+def test_handler_is_arm64_python_with_its_configuration(template: Template) -> None:
+    _, props = _handler(template)
+    assert props["Runtime"] == "python3.14" and props["Architectures"] == ["arm64"]
+    assert props["Timeout"] == 120 and props["MemorySize"] == 256
+    table_id, _ = _only(template, "AWS::DynamoDB::Table")
+    topic_id, _ = _only(template, "AWS::SNS::Topic")
+    assert props["Environment"]["Variables"] == {
+        "TABLE_NAME": {"Ref": table_id},
+        "TOPIC_ARN": {"Ref": topic_id},
+        "JOB_NAME_PREFIX": "resnet-exp-",
+        "ALARM_ID": "Alarm/Alarm",
+        "STATUSES": '["IssuesFound", "Error"]',
+        "EVENT_BUS_NAME": "default",
+        "TRANSITION_TTL_DAYS": "90",
+        "STOP_PREFIX": "resnet-exp-",
+    }
+
+
+def test_stop_is_scoped_to_the_prefix_without_pass_role_or_wildcards(template: Template) -> None:
+    statements = _handler_statements(template)
+    by_action = _by_action(statements)
+    assert [s["Resource"] for s in by_action["sagemaker:StopTrainingJob"]] == [_job_arn("resnet-exp-*")]
+    assert [s["Resource"] for s in by_action["sagemaker:DescribeTrainingJob"]] == [_job_arn("resnet-exp-*")]
+    assert not any(action.startswith("iam:") for action in by_action)
+    assert all(s["Resource"] != "*" for s in statements)
+    assert not any("*" in action.split(":")[1] for action in by_action if not action.startswith("kms:"))
+    assert sorted(a for a in by_action if a.startswith("dynamodb:")) == [
+        "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
+    assert by_action["events:PutEvents"][0]["Resource"] == {"Fn::Join": ["", [
+        "arn:", {"Ref": "AWS::Partition"}, ":events:us-east-1:", {"Ref": "AWS::AccountId"}, ":event-bus/default"]]}
+    role_id = _handler(template)[1]["Role"]["Fn::GetAtt"][0]
+    assert "ManagedPolicyArns" not in template.to_json()["Resources"][role_id]["Properties"]
+
+
+def test_ledger_is_on_demand_encrypted_recoverable_and_expires_items(template: Template) -> None:
+    table_id, table = _only(template, "AWS::DynamoDB::Table")
+    assert table["BillingMode"] == "PAY_PER_REQUEST"
+    assert table["SSESpecification"] == {"SSEEnabled": True}
+    assert table["PointInTimeRecoverySpecification"] == {"PointInTimeRecoveryEnabled": True}
+    assert table["TimeToLiveSpecification"] == {"AttributeName": "expires_at", "Enabled": True}
+    assert table["KeySchema"] == [{"AttributeName": "pk", "KeyType": "HASH"}, {"AttributeName": "sk", "KeyType": "RANGE"}]
+    assert template.to_json()["Resources"][table_id]["DeletionPolicy"] == "Retain"
+
+
+def test_dead_letter_queue_is_encrypted_ssl_only_and_catches_every_path(template: Template) -> None:
+    queue_id, queue = _only(template, "AWS::SQS::Queue")
+    assert queue["SqsManagedSseEnabled"] is True and queue["MessageRetentionPeriod"] == 14 * 24 * 3600
+    template.has_resource_properties("AWS::SQS::QueuePolicy", {
+        "Queues": [{"Ref": queue_id}],
+        "PolicyDocument": {"Statement": Match.array_with([Match.object_like({
+            "Effect": "Deny", "Condition": {"Bool": {"aws:SecureTransport": "false"}}})])},
+    })
+    handler_id, props = _handler(template)
+    assert props["DeadLetterConfig"] == {"TargetArn": {"Fn::GetAtt": [queue_id, "Arn"]}}
+    template.has_resource_properties("AWS::Lambda::EventInvokeConfig", {
+        "FunctionName": {"Ref": handler_id}, "MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 6 * 3600})
+    rules_with_dlq = template.find_resources("AWS::Events::Rule", {"Properties": {"Targets": [
+        {"DeadLetterConfig": {"Arn": {"Fn::GetAtt": [queue_id, "Arn"]}}}]}})
+    assert len(rules_with_dlq) == 2
+
+
+def test_alarms_on_dead_letters_and_handler_errors(template: Template) -> None:
+    queue_id, _ = _only(template, "AWS::SQS::Queue")
+    handler_id, _ = _handler(template)
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "MetricName": "ApproximateNumberOfMessagesVisible", "Namespace": "AWS/SQS", "Statistic": "Maximum",
+        "Dimensions": [{"Name": "QueueName", "Value": {"Fn::GetAtt": [queue_id, "QueueName"]}}],
+        "Threshold": 1, "ComparisonOperator": "GreaterThanOrEqualToThreshold", "TreatMissingData": "notBreaching"})
+    template.has_resource_properties("AWS::CloudWatch::Alarm", {
+        "MetricName": "Errors", "Namespace": "AWS/Lambda", "Statistic": "Sum", "Period": 300,
+        "Dimensions": [{"Name": "FunctionName", "Value": {"Ref": handler_id}}],
+        "Threshold": 1, "ComparisonOperator": "GreaterThanOrEqualToThreshold"})
+
+
+def test_every_created_resource_is_a_public_attribute(synthesized: dict[str, Any]) -> None:
+    alarm: RuleAlarm = synthesized["stack"].alarm
+    for name in ("topic", "topic_key", "rule", "sweep_rule", "handler", "role", "table", "dead_letter_queue",
+                 "log_group", "dead_letter_alarm", "errors_alarm"):
+        assert getattr(alarm, name) is not None, name
+    assert alarm.job_name_prefix == "resnet-exp-" and alarm.stop_prefix == "resnet-exp-"
+
+
+def test_cdk_nag_is_clean_with_specific_reasons(synthesized: dict[str, Any]) -> None:
+    (aws_solutions,) = [r for r in synthesized["report"]["pluginReports"] if r["pluginName"] == "AwsSolutions"]
+    assert aws_solutions["violations"] == []
+    ours = [v for v in aws_solutions.get("suppressedViolations", []) if "Alarm/Alarm/" in json.dumps(v)]
+    assert sorted(v["ruleName"] for v in ours) == [
+        "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]",
+        "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sagemaker:us-east-1:<AWS::AccountId>:training-job/resnet-exp-*]",
+    ]
+    assert all(len(v["reason"]) > 60 for v in ours)
+
+
+def test_cfn_lint_finds_nothing_but_cdk_dependencies(synthesized: dict[str, Any]) -> None:
+    template_path = synthesized["out"] / "Alarm.template.json"
+    result = subprocess.run(
+        [str(Path(sys.executable).with_name("cfn-lint")), "--format", "parseable", str(template_path)],
+        capture_output=True, text=True, timeout=300,
+    )
+    findings = [line for line in result.stdout.splitlines() if line.strip()]
+    assert [line for line in findings if not re.search(r":W3005:", line)] == [], result.stdout
+
+
+def test_asset_holds_only_the_rule_alarm_package(synthesized: dict[str, Any]) -> None:
+    code = _handler(synthesized["template"])[1]["Code"]
+    asset = synthesized["out"] / f"asset.{code['S3Key'].split('.')[0]}"
+    files = {p.relative_to(asset).as_posix() for p in asset.rglob("*") if p.is_file()}
+    assert files == {f"rule_alarm/{name}" for name in (
+        "__init__.py", "alarm.py", "events.py", "handler.py", "ledger.py", "logs.py", "message.py", "settings.py")}
+    # Lambda imports the handler as a top-level package, with boto3 but without this library or aws_cdk loaded
+    probe = (
+        "import sys, rule_alarm.handler as h; assert callable(h.handler);"
+        "assert not [m for m in sys.modules if m.startswith(('aws_cdk', 'jsii', 'cdk_sagemaker_debugger'))]"
+    )
+    paths = os.pathsep.join([str(asset), *site.getsitepackages()])
+    done = subprocess.run([sys.executable, "-S", "-c", probe], cwd=asset, capture_output=True, text=True,
+                          env={"PATH": os.environ.get("PATH", ""), "PYTHONPATH": paths}, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def test_snapshot(template: Template, snapshot) -> None:
+    assert scrub(template.to_json()) == snapshot.use_extension(JSONSnapshotExtension)
+
+
+# -- variants ------------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def job_stack() -> tuple[cdk.Stack, ProfiledTrainingJob]:
+    stack = cdk.Stack(cdk.App(), "Variants", env=US_EAST_1)
+    rule_set = ProfilerRuleSet(stack, "Rules", rules=[rules.ProfilerReport(), rules.LowGPUUtilization()])
+    job = ProfiledTrainingJob(stack, "Job", job_name_prefix="ResNet-Exp", training_image=IMAGE, rule_set=rule_set)
+    return stack, job
+
+
+def test_prefix_alarm_for_jobs_started_elsewhere_with_rule_names_and_a_narrower_stop() -> None:
+    stack = cdk.Stack(cdk.App(), "Legacy", env=US_EAST_1)
+    alarm = RuleAlarm(stack, "Alarm", job_name_prefix="Legacy-",
+                      actions=[StopTraining(training_job_prefix="Legacy-gpu")],
+                      rule_names=["LowGPUUtilization", "LowGPUUtilization"])
+    queue = sqs.Queue(stack, "Slack", enforce_ssl=True)
+    transitions = alarm.on_transition("Slack", target=targets.SqsQueue(queue))
+    template = Template.from_stack(stack)
+
+    assert alarm.stop_prefix == "Legacy-gpu" and alarm.rule_names == ("LowGPUUtilization",)
+    env = _handler(template)[1]["Environment"]["Variables"]
+    assert env["JOB_NAME_PREFIX"] == "Legacy-" and env["STOP_PREFIX"] == "Legacy-gpu"
+    assert env["RULE_NAMES"] == '["LowGPUUtilization"]' and env["STATUSES"] == '["IssuesFound"]'
+    by_action = _by_action(_handler_statements(template))
+    # SageMaker writes job ARNs in lower case, so both spellings of a mixed-case prefix are allowed
+    assert [s["Resource"] for s in by_action["sagemaker:StopTrainingJob"]] == [
+        [_job_arn("Legacy-gpu*"), _job_arn("legacy-gpu*")]]
+    template.resource_count_is("AWS::SNS::Subscription", 0)
+    rule_id = stack.get_logical_id(transitions.node.default_child)
+    assert template.to_json()["Resources"][rule_id]["Properties"]["EventPattern"] == {
+        "source": ["cdk-sagemaker-debugger"],
+        "detail-type": ["Rule Alarm Transition"],
+        "detail": {
+            "AlarmId": ["Legacy/Alarm"],
+            "TrainingJobName": [{"prefix": "Legacy-"}],
+            "RuleEvaluationStatus": ["IssuesFound"],
+            "RuleConfigurationName": ["LowGPUUtilization"],
+        },
+    }
+
+
+def test_alarm_without_stop_has_no_stop_permission_and_adds_subscribers(job_stack) -> None:
+    stack, job = job_stack
+    alarm = RuleAlarm(stack, "NotifyOnly", training_job=job, actions=[Email("a@example.com")],
+                      rule_names=["LowGPUUtilization"])
+    alarm.add_email_subscriber("b@example.com").add_sms_subscriber("+442071838750")
+    template = Template.from_stack(stack)
+    assert alarm.job_name_prefix == "ResNet-Exp-" and alarm.stop_prefix is None
+    statements = [s for s in _handler_statements_of(template, alarm) if "sagemaker:StopTrainingJob" in json.dumps(s)]
+    assert statements == []
+    endpoints = sorted(
+        props["Properties"]["Endpoint"] for props in template.find_resources("AWS::SNS::Subscription").values()
+        if props["Properties"]["TopicArn"] == {"Ref": stack.get_logical_id(alarm.topic.node.default_child)}
+    )
+    assert endpoints == ["+442071838750", "a@example.com", "b@example.com"]
+
+
+def _handler_statements_of(template: Template, alarm: RuleAlarm) -> list[dict[str, Any]]:
+    role_id = cdk.Stack.of(alarm).get_logical_id(alarm.role.node.default_child)
+    policies = template.find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role_id}]}})
+    return [s for policy in policies.values() for s in policy["Properties"]["PolicyDocument"]["Statement"]]
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "message"),
+    [
+        ({}, ConfigurationError, "give exactly one of training_job= (a ProfiledTrainingJob) or job_name_prefix="),
+        ({"job_name_prefix": "exp-", "training_job": "job"}, ConfigurationError, "give exactly one of"),
+        ({"training_job": "exp-"}, ConfigurationTypeError, "expected a ProfiledTrainingJob, got str"),
+        ({"job_name_prefix": "exp_*"}, ConfigurationError, "got 'exp_*' with '*_'."),
+        ({"job_name_prefix": ""}, ConfigurationError, "must be 1-63 letters, digits and hyphens"),
+        ({"job_name_prefix": 7}, ConfigurationTypeError, "expected a job-name prefix string"),
+        ({"job_name_prefix": "exp-", "statuses": ["IssueFound"]}, ConfigurationError,
+         "'IssueFound' is not a rule verdict; use one of IssuesFound, Error, NoIssuesFound, Stopped. Did you mean "
+         "'IssuesFound'?"),
+        ({"job_name_prefix": "exp-", "statuses": []}, ConfigurationError, "must name at least one status"),
+        ({"job_name_prefix": "exp-", "statuses": "IssuesFound"}, ConfigurationTypeError, "expected a list of statuses"),
+        ({"job_name_prefix": "exp-", "rule_names": []}, ConfigurationError, "pass None for every rule"),
+        ({"job_name_prefix": "exp-", "actions": ["ml-team@example.com"]}, ConfigurationTypeError,
+         "item 0 is str 'ml-team@example.com'; expected Email(...), SMS(...) or StopTraining(...). Build it with "
+         "Email('team@example.com')."),
+        ({"job_name_prefix": "exp-", "actions": [Email("a@example.com"), Email("a@example.com")]}, ConfigurationError,
+         "'a@example.com' is given twice."),
+        ({"job_name_prefix": "exp-", "actions": [StopTraining(), StopTraining("exp-a")]}, ConfigurationError,
+         "more than one StopTraining"),
+        ({"job_name_prefix": "exp-", "actions": [StopTraining("prod-")]}, ConfigurationError,
+         "StopTraining prefix 'prod-' and the watched prefix 'exp-' share no job"),
+        ({"job_name_prefix": "exp-", "transition_retention": cdk.Duration.hours(1)}, ConfigurationError,
+         "must be at least one day"),
+    ],
+)
+def test_bad_props_name_the_construct_the_field_and_the_fix(kwargs: dict[str, Any], error: type, message: str) -> None:
+    stack = cdk.Stack(cdk.App(), "Bad")
+    with pytest.raises(error) as caught:
+        RuleAlarm(stack, "Alarm", **kwargs)
+    assert str(caught.value).startswith("Bad/Alarm: ")
+    assert message in str(caught.value)
+
+
+def test_rule_names_are_checked_against_the_job(job_stack) -> None:
+    stack, job = job_stack
+    with pytest.raises(ConfigurationError) as caught:
+        RuleAlarm(stack, "Typo", training_job=job, rule_names=["LowGpuUtilization"])
+    assert str(caught.value) == (
+        "Variants/Typo: rule_names: 'LowGpuUtilization' is not a rule of the training job (its rules: "
+        "LowGPUUtilization, ProfilerReport). Did you mean 'LowGPUUtilization'?"
+    )
+
+
+def test_stop_training_prefix_wider_than_the_job_narrows_to_the_job(job_stack) -> None:
+    stack, job = job_stack
+    alarm = RuleAlarm(stack, "Wide", training_job=job, actions=[StopTraining("ResNet")])
+    assert alarm.stop_prefix == "ResNet-Exp-"
+
+
+def test_invalid_subscriber_is_refused_before_anything_is_added(job_stack) -> None:
+    stack, job = job_stack
+    alarm = RuleAlarm(stack, "Subscribers", training_job=job, actions=[SMS("+15555550100")])
+    children = len(alarm.topic.node.children)
+    with pytest.raises(ConfigurationError):
+        alarm.add_sms_subscriber("555-0100")
+    with pytest.raises(ConfigurationError, match="'\\+15555550100' is given twice"):
+        alarm.add_sms_subscriber("+15555550100")
+    assert len(alarm.topic.node.children) == children
