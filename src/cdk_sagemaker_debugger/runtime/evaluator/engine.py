@@ -181,8 +181,12 @@ class RuleRun:
 
 def describe_trigger(rule: ProfilerRule) -> str:
     r = rule.report
-    return (f"{rule.summary}: condition met in {r['RuleTriggered']} window(s), {r['Violations']} violation(s) "
-            f"over {r['Datapoints']} datapoints")
+    counts = f"condition met in {r['RuleTriggered']} window(s), {r['Violations']} violation(s)"
+    try:
+        why = rule.explain()
+    except (KeyError, TypeError, ValueError, ZeroDivisionError):
+        why = None
+    return f"{why} ({counts})" if why else f"{rule.summary}: {counts} over {r['Datapoints']} datapoints"
 
 
 def describe_quiet(rule: ProfilerRule) -> str:

@@ -136,6 +136,10 @@ class ProfilerRule:
         """Why this rule cannot judge the job (missing data), or None."""
         return None
 
+    def explain(self) -> str | None:
+        """One sentence on why the rule fired, from its report (None: the generic summary is used)."""
+        return None
+
     def triggered(self) -> bool:
         return self.report["RuleTriggered"] > 0
 
@@ -243,6 +247,13 @@ class LowGPUUtilization(ProfilerRule):
             for gpu in gpus:
                 gpus[gpu] = _Recent(window)
 
+    def explain(self) -> str | None:
+        items = [f"{node}/{gpu} (p95 {d['gpu_95']:.3g}, p5 {d['gpu_5']:.3g})"
+                 for node, gpus in self.report["Details"].items() if isinstance(gpus, dict)
+                 for gpu, d in gpus.items()]
+        return (f"GPU utilisation low or fluctuating on {_some(items)}; thresholds p95 {self.params['threshold_p95']}, "
+                f"p5 {self.params['threshold_p5']}")
+
     def not_applicable(self, facts: Facts) -> str | None:
         return _needs_gpu(facts)
 
@@ -312,6 +323,12 @@ class BatchSize(ProfilerRule):
                     details["last_timestamp"] = last_timestamp
         return self.triggered()
 
+    def explain(self) -> str | None:
+        nodes = [node for node, d in self.report["Details"].items() if isinstance(d, dict)]
+        return (f"CPU, GPU and GPU memory p95 all below {self.params['cpu_threshold_p95']}/"
+                f"{self.params['gpu_threshold_p95']}/{self.params['gpu_memory_threshold_p95']} % on {_some(nodes)}: "
+                "a larger batch would use the instance better")
+
     def not_applicable(self, facts: Facts) -> str | None:
         return _needs_gpu(facts)
 
@@ -356,6 +373,12 @@ class GPUMemoryIncrease(ProfilerRule):
                             "increase": diff, "gpu_max": h.max(), "p05": h.quantile(0.05), **box_plot(h)}
                         details["last_timestamp"] = ctx.start_us
         return self.triggered()
+
+    def explain(self) -> str | None:
+        items = [f"{node}/{gpu} (+{d['increase']:.3g} points)" for node, gpus in self.report["Details"].items()
+                 if isinstance(gpus, dict) for gpu, d in gpus.items()]
+        return (f"GPU memory use rose by more than {self.params['increase']} points over {self.params['window']} "
+                f"samples on {_some(items)}")
 
     def not_applicable(self, facts: Facts) -> str | None:
         if facts.system_records == 0:
@@ -406,6 +429,11 @@ class LoadBalancing(ProfilerRule):
                         self._violation()
                         details[node].setdefault("distances", {}).setdefault(gpu1, {})[gpu2] = distance
         return self.triggered()
+
+    def explain(self) -> str | None:
+        pairs = [f"{node} {a}/{b} ({d:.2f})" for node, nd in self.report["Details"].items()
+                 for a, others in nd.get("distances", {}).items() for b, d in others.items()]
+        return f"GPU workloads differ (Jensen-Shannon distance above {self.params['threshold']}): {_some(pairs)}"
 
     def not_applicable(self, facts: Facts) -> str | None:
         reason = _needs_gpu(facts)
@@ -612,6 +640,13 @@ class _BottleneckRule(ProfilerRule):
                 details.update(self.breakdown.details(framework_rule=False))
         return fired
 
+    def explain(self) -> str | None:
+        r = self.report
+        share = 100 * r["Violations"] / r["Datapoints"]
+        busy = "CPU cores were busy" if self.HIGH_COLUMN == 2 else "cores waited on I/O"
+        return (f"in {share:.0f} % of {r['Datapoints']} samples GPUs were idle while {busy} "
+                f"(threshold {self.params['threshold']} %)")
+
     def not_applicable(self, facts: Facts) -> str | None:
         return _needs_gpu(facts)
 
@@ -711,6 +746,11 @@ class StepOutlier(ProfilerRule):
             self.report["Details"].update(self.breakdown.details(framework_rule=False))
         return self.triggered()
 
+    def explain(self) -> str | None:
+        nodes = [f"{node}: {d['number_of_outliers']} of them ({d['phase']})"
+                 for node, d in self.report["Details"]["step_details"].items()]
+        return f"more than {self.params['n_outliers']} steps slower than mean + {self.params['stddev']} std; {_some(nodes)}"
+
     def not_applicable(self, facts: Facts) -> str | None:
         if facts.framework_files == 0:
             return "the job wrote no framework traces (framework profiling off or unsupported by the framework version)"
@@ -780,6 +820,12 @@ class MaxInitializationTime(ProfilerRule):
             self._violation()
             return True
         return self.triggered()
+
+    def explain(self) -> str | None:
+        seconds = self.report["Details"].get("initialization_seconds")
+        if seconds is not None:
+            return f"{seconds / 60:.1f} minutes before training started (threshold {self.params['threshold']})"
+        return f"no training step in the first {self.params['threshold']} minutes"
 
     def not_applicable(self, facts: Facts) -> str | None:
         if facts.framework_files == 0:
@@ -852,6 +898,11 @@ class Dataloader(ProfilerRule):
             self.report["RuleTriggered"] = 1
             return True
         return False
+
+    def explain(self) -> str | None:
+        d = self.report["Details"]
+        return (f"{d['dataloaders']} parallel data loader(s) for {d['cores']} cores; expected between "
+                f"{self.params['min_threshold']} % and {self.params['max_threshold']} % of the cores")
 
     def not_applicable(self, facts: Facts) -> str | None:
         if facts.framework_files == 0:
@@ -1004,6 +1055,11 @@ def split_report_overrides(parameters: dict[str, Any]) -> dict[str, dict[str, An
         cls = rule_class(rule_name)
         per_rule.setdefault(cls.name, {})[param.lower()] = value
     return per_rule
+
+
+def _some(items: list[str], limit: int = 4) -> str:
+    shown = ", ".join(items[:limit])
+    return f"{shown} and {len(items) - limit} more" if len(items) > limit else shown
 
 
 def _epoch(value: Any) -> float | None:
