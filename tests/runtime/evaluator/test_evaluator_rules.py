@@ -54,6 +54,7 @@ def test_low_gpu_multi_node_reports_only_the_idle_node():
     v = verdict(ev, "LowGPUUtilization")
     assert set(v.report["Details"]) == {"algo-2", "last_timestamp"}
     assert v.report["Violations"] == 4
+    assert "algo-2/gpu0 (p95 30, p5 30)" in v.reason and "algo-1" not in v.reason
 
 
 def test_low_gpu_waits_for_patience():
@@ -214,6 +215,8 @@ def test_dataloader_parallelism_against_cores(cores, workers, fires):
     v = verdict(evaluate(spec, report()), "Dataloader")
     assert (v.verdict == "IssuesFound") is fires
     assert v.report["Details"]["cores"] == cores and v.report["Details"]["dataloaders"] == workers
+    if fires:
+        assert v.reason.startswith(f"{workers} parallel data loader(s) for {cores} cores")
     assert v.report["RuleTriggered"] == (1 if fires else 0)
 
 
