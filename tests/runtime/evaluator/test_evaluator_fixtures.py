@@ -164,3 +164,25 @@ def test_standalone_rule_parameters_include_the_configured_values():
     evaluator = evaluate(small_spec(minutes=1), RuleConfig("low", "LowGPUUtilization", {"window": "60", "patience": 5}))
     assert verdict(evaluator, "LowGPUUtilization").report["RuleParameters"] == (
         "threshold_p95:70\nthreshold_p5:10\nwindow:60\npatience:5")
+
+
+def test_details_have_the_deployed_key_order():
+    from cdk_sagemaker_debugger.runtime.evaluator.synthetic import DataloaderSpec, StepSpec, constant
+
+    spec = small_spec(gpu_util=constant(5.0), cpu_util=constant(95.0), gpu_memory=lambda n, d, s, t: 0.0 if s < 1500 else 30.0,
+                      steps=StepSpec(count=400, duration_s=0.2, slow_steps={300 + i: 2.0 for i in range(12)}),
+                      dataloader=DataloaderSpec(workers=1))
+    ev = evaluate(spec, report())
+    old = "2022-04_pytorch_1gpu_framework-profiling"
+    low = verdict(ev, "LowGPUUtilization").report["Details"]
+    assert list(low["algo-1"]["gpu0"]) == list(_deployed(old, "LowGPUUtilization")["Details"]["algo-1"]["gpu0"])
+    mem = verdict(ev, "GPUMemoryIncrease").report["Details"]
+    assert list(mem["algo-1"]["gpu0"]) == list(_deployed(old, "GPUMemoryIncrease")["Details"]["algo-1"]["gpu0"])
+    steps = verdict(ev, "StepOutlier").report["Details"]["step_details"]["algo-1-0"]
+    assert list(steps) == list(_deployed(old, "StepOutlier")["Details"]["step_details"]["algo-1-51"])
+    assert len(steps["probs"]) == 100 and len(steps["binedges"]) == 101
+    loader = verdict(ev, "Dataloader").report["Details"]
+    assert list(loader) == list(_deployed(old, "Dataloader")["Details"])
+    assert list(loader["dataloading_time"]) == ["p25", "p50", "p95", "probs", "binedges"]
+    cpu = verdict(ev, "CPUBottleneck").report["Details"]
+    assert list(cpu)[:2] == list(_deployed(old, "CPUBottleneck")["Details"])[:2]
