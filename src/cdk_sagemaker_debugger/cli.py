@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -200,7 +201,11 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    return int(args.func(args, stdout or sys.stdout, stderr or sys.stderr))
+    try:
+        return int(args.func(args, stdout or sys.stdout, stderr or sys.stderr))
+    except BrokenPipeError:  # `cdk-sagemaker-debugger rules | head`: the reader left, which is fine
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed stream for interpreter shutdown
+        return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover
