@@ -266,6 +266,7 @@ class Harness:
         self._fail_at: dict[str, Callable[[dict[str, Any]], bool]] = {}
         self._nested_at: dict[str, Any] = {}
         self._invocations = itertools.count()
+        self._handling: list[Any] = []  # events of the invocations in progress, innermost last
         self._hooks: list[tuple[Any, str, Callable[..., Any]]] = []
         self.stubber = Stubber(clients.sagemaker)
 
@@ -354,7 +355,7 @@ class Harness:
         if operation in self._nested_at:
             event, stall_seconds = self._nested_at.pop(operation)
             self.clock.advance(stall_seconds)
-            self.invoke(event)
+            self.invoke(self._handling[-1] if event is None else event)
         if operation in self._crash_at and self._crash_at[operation](params):
             del self._crash_at[operation]
             raise SimulatedCrash(operation)
@@ -384,8 +385,11 @@ class Harness:
     def fail_at(self, operation: str, when: Callable[[dict[str, Any]], bool] = lambda _params: True) -> None:
         self._fail_at[operation] = when
 
-    def run_nested_at(self, operation: str, event: Any, *, stall_seconds: float = 0) -> None:
-        """Just before ``operation``, let another invocation handle ``event`` (after this one stalled a while)."""
+    def run_nested_at(self, operation: str, event: Any = None, *, stall_seconds: float = 0) -> None:
+        """Just before ``operation``, let another invocation handle ``event`` (after this one stalled a while).
+
+        Without ``event``, the other invocation gets a copy of the event being handled: a duplicate delivered to two
+        Lambda instances at once."""
         self._nested_at[operation] = (event, stall_seconds)
 
     def disarm(self) -> None:
@@ -398,6 +402,7 @@ class Harness:
     def invoke(self, event: Any) -> dict[str, Any] | None:
         """One asynchronous Lambda invocation; failures go to the retry queue like Lambda's own retries."""
         context = LambdaContext(f"request-{next(self._invocations)}")
+        self._handling.append(event)
         try:
             return self.processor.handle(event, context)
         except (SimulatedCrash, RuleAlarmIncomplete, ClientError):  # the function failed: Lambda retries the event
@@ -406,6 +411,8 @@ class Harness:
         except Exception as error:  # anything else is a bug the property tests must report
             self.unexpected.append(error)
             return None
+        finally:
+            self._handling.pop()
 
     def drain(self) -> None:
         """Let the system settle: faults stop, retries run, leases expire, and the sweep catches up."""

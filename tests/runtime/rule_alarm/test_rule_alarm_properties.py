@@ -76,7 +76,9 @@ step = st.one_of(
     st.tuples(st.just("tick"), st.sampled_from((1, 45, 200, 1200))),
     st.tuples(st.just("crash"), st.sampled_from(CRASH_POINTS)),
     st.tuples(st.just("fail"), st.sampled_from(tuple(FAULT_POINTS))),
-    st.tuples(st.just("race"), st.sampled_from(tuple(FAULT_POINTS)), st.sampled_from((*JOBS, "sweep"))),
+    # another invocation runs at that point: a concurrent duplicate of the same event, a sweep, or another job's event
+    st.tuples(st.just("race"), st.sampled_from(tuple(FAULT_POINTS)), st.sampled_from(("duplicate", "sweep", *JOBS))),
+    st.tuples(st.just("race"), st.sampled_from(tuple(FAULT_POINTS)), st.just("duplicate")),
 )
 configurations = st.fixed_dictionaries(
     {
@@ -137,8 +139,11 @@ def _run(harness: Harness, steps: list[tuple[Any, ...]]) -> list[dict[str, Any]]
             harness.fail_at(*FAULT_POINTS[args[0]])
         elif kind == "race":
             point, target = args
-            event = SCHEDULED_EVENT if target == "sweep" else world.state_change_event(target)
-            harness.run_nested_at(FAULT_POINTS[point][0], event)
+            if target == "duplicate":
+                harness.run_nested_at(FAULT_POINTS[point][0])
+            else:
+                event = SCHEDULED_EVENT if target == "sweep" else world.state_change_event(target)
+                harness.run_nested_at(FAULT_POINTS[point][0], event)
     harness.drain()
     return evaluator_events
 
