@@ -70,15 +70,14 @@ def baseline_job(stack: cdk.Stack, index: int) -> None:
              "Condition": {"NumericLessThan": {"s3:TlsVersion": 1.2}}},
         ],
     })
+    output_objects = cdk.Fn.join("", [bucket.attr_arn, "/training/*"])
     role = iam.CfnRole(stack, f"ExecutionRole{index}", description=f"SageMaker execution role of training jobs {prefix}-*",
                        assume_role_policy_document={"Version": "2012-10-17", "Statement": [_statement(
-                           Action="sts:AssumeRole", Principal={"Service": "sagemaker.amazonaws.com"})]})
-    output_objects = cdk.Fn.join("", [bucket.attr_arn, "/training/*"])
-    iam.CfnPolicy(stack, f"ExecutionPolicy{index}", policy_name=f"ExecutionPolicy{index}", roles=[role.ref],
-                  policy_document={"Version": "2012-10-17", "Statement": [
-                      _statement(Action=["s3:GetBucket*", "s3:GetObject*", "s3:List*"], Resource=[bucket.attr_arn, output_objects]),
-                      _statement(Action=["s3:Abort*", "s3:PutObject", "s3:PutObjectLegalHold", "s3:PutObjectRetention",
-                                         "s3:PutObjectTagging", "s3:PutObjectVersionTagging"], Resource=output_objects),
+                           Action="sts:AssumeRole", Principal={"Service": "sagemaker.amazonaws.com"})]},
+                       policies=[{"policyName": "TrainingJobs", "policyDocument": {"Version": "2012-10-17", "Statement": [
+                      _statement(Action=["s3:AbortMultipartUpload", "s3:GetObject", "s3:PutObject"], Resource=output_objects),
+                      _statement(Action="s3:ListBucket", Resource=bucket.attr_arn,
+                                 Condition={"StringLike": {"s3:prefix": ["training/*"]}}),
                       _statement(Action=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
                                  Resource=[f"arn:aws:ecr:{REGION}:503895931360:repository/sagemaker-debugger-rules",
                                            f"arn:aws:ecr:{REGION}:763104351884:repository/pytorch-training"]),
@@ -89,28 +88,30 @@ def baseline_job(stack: cdk.Stack, index: int) -> None:
                                          "logs:PutLogEvents"],
                                  Resource=[f"arn:aws:logs:{REGION}:{account}:log-group:/aws/sagemaker/ProcessingJobs:*",
                                            f"arn:aws:logs:{REGION}:{account}:log-group:/aws/sagemaker/TrainingJobs:*"]),
-                  ]})
+                       ]}}])
     log_group = logs.CfnLogGroup(stack, f"Logs{index}", retention_in_days=365)
     machine_role = iam.CfnRole(stack, f"MachineRole{index}", assume_role_policy_document={
         "Version": "2012-10-17", "Statement": [_statement(
             Action="sts:AssumeRole", Principal={"Service": "states.amazonaws.com"},
             Condition={"ArnLike": {"aws:SourceArn": f"arn:aws:states:{REGION}:{account}:stateMachine:*"},
-                       "StringEquals": {"aws:SourceAccount": account}})]})
-    iam.CfnPolicy(stack, f"MachinePolicy{index}", policy_name=f"MachinePolicy{index}", roles=[machine_role.ref],
-                  policy_document={"Version": "2012-10-17", "Statement": [
-                      _statement(Action=["logs:CreateLogDelivery", "logs:DeleteLogDelivery", "logs:DescribeLogGroups",
-                                         "logs:DescribeResourcePolicies", "logs:GetLogDelivery", "logs:ListLogDeliveries",
-                                         "logs:PutResourcePolicy", "logs:UpdateLogDelivery", "xray:GetSamplingRules",
-                                         "xray:GetSamplingTargets", "xray:PutTelemetryRecords", "xray:PutTraceSegments"],
-                                 Resource="*"),
-                      _statement(Action=["sagemaker:AddTags", "sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob",
-                                         "sagemaker:ListTags", "sagemaker:StopTrainingJob"],
-                                 Resource=f"arn:aws:sagemaker:{REGION}:{account}:training-job/{prefix}-*"),
-                      _statement(Action="iam:PassRole", Resource=role.attr_arn,
-                                 Condition={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}),
-                      _statement(Action=["events:DescribeRule", "events:PutRule", "events:PutTargets"],
-                                 Resource=f"arn:aws:events:{REGION}:{account}:rule/StepFunctionsGetEventsForSageMakerTrainingJobsRule"),
-                  ]})
+                       "StringEquals": {"aws:SourceAccount": account}})]},
+        policies=[{"policyName": "StartTrainingJobs", "policyDocument": {"Version": "2012-10-17", "Statement": [
+            _statement(Action=["sagemaker:AddTags", "sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob",
+                               "sagemaker:ListTags", "sagemaker:StopTrainingJob"],
+                       Resource=f"arn:aws:sagemaker:{REGION}:{account}:training-job/{prefix}-*"),
+            _statement(Action="iam:PassRole", Resource=role.attr_arn,
+                       Condition={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}),
+            _statement(Action=["events:DescribeRule", "events:PutRule", "events:PutTargets"],
+                       Resource=f"arn:aws:events:{REGION}:{account}:rule/StepFunctionsGetEventsForSageMakerTrainingJobsRule"),
+        ]}}])
+    machine_default_policy = iam.CfnPolicy(
+        stack, f"MachineDefaultPolicy{index}", policy_name=f"MachineDefaultPolicy{index}", roles=[machine_role.ref],
+        policy_document={"Version": "2012-10-17", "Statement": [
+            _statement(Action=["logs:CreateLogDelivery", "logs:DeleteLogDelivery", "logs:DescribeLogGroups",
+                               "logs:DescribeResourcePolicies", "logs:GetLogDelivery", "logs:ListLogDeliveries",
+                               "logs:PutResourcePolicy", "logs:UpdateLogDelivery", "xray:GetSamplingRules",
+                               "xray:GetSamplingTargets", "xray:PutTelemetryRecords", "xray:PutTraceSegments"],
+                       Resource="*")]})
     output = f"s3://{bucket.ref}/training"
     image_rules = [
         {"RuleConfigurationName": "ProfilerReport", "RuleEvaluatorImage": RULE_IMAGE,
@@ -147,6 +148,7 @@ def baseline_job(stack: cdk.Stack, index: int) -> None:
                                "destinations": [{"cloudWatchLogsLogGroup": {"logGroupArn": log_group.attr_arn}}]},
     )
     machine.add_resource_dependency(machine_role)
+    machine.add_resource_dependency(machine_default_policy)
 
 
 def synth(builder, count: int) -> tuple[float, dict]:

@@ -19,3 +19,49 @@ def scrub(template: Any) -> Any:
     """Replace asset hashes (they change with every edit of a handler or asset) so snapshots stay stable."""
     text = json.dumps(template, sort_keys=True)
     return json.loads(_ASSET_HASH.sub("<asset-hash>", text))
+
+
+def task_parameters(stack: Any) -> dict[str, Any]:
+    """The CreateTrainingJob Parameters of the state machine's Task state, with intrinsics flattened to markers."""
+    from aws_cdk.assertions import Template
+
+    template = Template.from_stack(stack).to_json()
+    machine = next(r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine")
+    definition = machine["Properties"]["DefinitionString"]
+    if isinstance(definition, dict):
+        definition = "".join(p if isinstance(p, str) else marker(p) for p in definition["Fn::Join"][1])
+    return json.loads(definition)["States"]["CreateTrainingJob"]["Parameters"]
+
+
+def marker(intrinsic: dict[str, Any]) -> str:
+    """``{"Ref": "X"}`` -> ``<Ref X>``, GetAtt -> ``<X.Arn>``, FindInMap -> ``<FindInMap Map/Region/key>``."""
+    ((name, arg),) = intrinsic.items()
+    if name == "Ref":
+        return f"<Ref {arg}>"
+    if name == "Fn::GetAtt":
+        return f"<{arg[0]}.{arg[1]}>"
+    if name == "Fn::FindInMap":
+        return f"<FindInMap {arg[0]}/{marker(arg[1]) if isinstance(arg[1], dict) else arg[1]}/{arg[2]}>"
+    return f"<{name}>"
+
+
+def role_policy_statements(stack: Any, role_id_fragment: str) -> list[dict[str, Any]]:
+    """Every statement of the one role whose logical id contains ``role_id_fragment``: its inline policies and every
+    policy resource attached to it."""
+    from aws_cdk.assertions import Template
+
+    resources = Template.from_stack(stack).to_json()["Resources"]
+    roles = [i for i, r in resources.items() if r["Type"] == "AWS::IAM::Role" and role_id_fragment in i]
+    if len(roles) != 1:
+        raise LookupError(f"expected one role matching {role_id_fragment!r}, found {roles}")
+    inline = [
+        statement
+        for policy in resources[roles[0]]["Properties"].get("Policies", [])
+        for statement in policy["PolicyDocument"]["Statement"]
+    ]
+    return inline + [
+        statement
+        for resource in resources.values()
+        if resource["Type"] == "AWS::IAM::Policy" and {"Ref": roles[0]} in resource["Properties"]["Roles"]
+        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
+    ]

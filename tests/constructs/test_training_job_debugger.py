@@ -10,7 +10,8 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Annotations, Match, Template
-from test_training_job import task_parameters as request  # the CreateTrainingJob Parameters of the state machine
+from helpers import role_policy_statements
+from helpers import task_parameters as request  # the CreateTrainingJob Parameters of the state machine
 
 from cdk_sagemaker_debugger import (
     SMS,
@@ -53,14 +54,11 @@ def job(stack: cdk.Stack, **kwargs: Any) -> ProfiledTrainingJob:
     return ProfiledTrainingJob(stack, "Job", **props)
 
 
-def policy_statements(stack: cdk.Stack, logical_id_fragment: str) -> list[dict[str, Any]]:
-    resources = Template.from_stack(stack).find_resources("AWS::IAM::Policy")
-    return [
-        statement
-        for logical_id, resource in resources.items()
-        if logical_id_fragment in logical_id
-        for statement in resource["Properties"]["PolicyDocument"]["Statement"]
-    ]
+def policy_statements(stack: cdk.Stack, fragment: str) -> list[dict[str, Any]]:
+    """Statements of the policy whose logical id contains ``fragment``, or of every policy of the role it names."""
+    policies = Template.from_stack(stack).find_resources("AWS::IAM::Policy")
+    named = [s for i, r in policies.items() if fragment in i for s in r["Properties"]["PolicyDocument"]["Statement"]]
+    return named or role_policy_statements(stack, fragment)
 
 
 def actions_of(statement: dict[str, Any]) -> list[str]:

@@ -192,17 +192,23 @@ def _flatten(value: object) -> str:
     return str(value)
 
 
-def acknowledge_wildcards(scope: Construct, findings: dict[str, str]) -> None:
+def acknowledge_wildcards(scope: Construct, findings: dict[str, str], *, stack: cdk.Stack | None = None) -> None:
     """Acknowledge each AwsSolutions-IAM5 finding on its own, with its own reason.
 
     Keys are ``"Action::<action pattern>"`` or ``"Resource::<resource>"``; a resource may hold CDK tokens (it is spelled
-    the way cdk-nag spells it).
+    the way cdk-nag spells it). Keys that already are finding ids (``"AwsSolutions::..."``) pass through unchanged.
     """
     parts = [key.partition("::") for key in findings]
     # One resolve for all tokenized resources instead of one jsii round trip each.
     tokenized = [target for kind, _, target in parts if kind == "Resource" and is_token(target)]
-    spelled = dict(zip(tokenized, (_flatten(v) for v in cdk.Stack.of(scope).resolve(tokenized)), strict=True)) if tokenized else {}
-    acknowledge(scope, {
-        f"AwsSolutions::AwsSolutions-IAM5[{kind}::{spelled.get(target, target)}]": reason
-        for (kind, _, target), reason in zip(parts, findings.values(), strict=True)
-    })
+    spelled: dict[str, str] = {}
+    if tokenized:
+        resolved = (stack or cdk.Stack.of(scope)).resolve(tokenized)
+        spelled = dict(zip(tokenized, (_flatten(v) for v in resolved), strict=True))
+    ids = {}
+    for (kind, _, target), (key, reason) in zip(parts, findings.items(), strict=True):
+        if kind in ("Action", "Resource"):
+            ids[f"AwsSolutions::AwsSolutions-IAM5[{kind}::{spelled.get(target, target)}]"] = reason
+        else:
+            ids[key] = reason
+    acknowledge(scope, ids)

@@ -113,14 +113,17 @@ class ProfilerRuleSet(Construct):
             )
         return configurations
 
-    def grant_read_source(self, rule: ProfilerRule, grantee: iam.IGrantable) -> iam.Grant | None:
-        """Let ``grantee`` (the execution role) read ``rule``'s uploaded source file, and nothing else in the bucket."""
+    def source_object_arn(self, rule: ProfilerRule) -> str | None:
+        """ARN of ``rule``'s uploaded source file (None unless it is a custom rule with a local source)."""
         asset = self._assets.get(rule.name)
-        if asset is None:
+        return asset.bucket.arn_for_objects(asset.s3_object_key) if asset is not None else None
+
+    def grant_read_source(self, rule: ProfilerRule, grantee: iam.IGrantable) -> iam.Grant | None:
+        """Let ``grantee`` read ``rule``'s uploaded source file, and nothing else in the asset bucket."""
+        arn = self.source_object_arn(rule)
+        if arn is None:
             return None
-        return iam.Grant.add_to_principal(
-            grantee=grantee, actions=["s3:GetObject"], resource_arns=[asset.bucket.arn_for_objects(asset.s3_object_key)]
-        )
+        return iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject"], resource_arns=[arn])
 
     def image_repository_arn(self, rule: ProfilerRule) -> str | None:
         """ECR repository of the evaluator image that runs ``rule`` (None for a custom rule with its own image)."""

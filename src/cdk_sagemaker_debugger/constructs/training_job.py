@@ -33,6 +33,7 @@ from ..model.distribution import DebuggerFeatures, Distribution, check_debugger_
 from ..model.errors import ConfigurationError, ConfigurationTypeError, UnsupportedRegionError
 from ..model.frameworks import FrameworkInfo, parse_training_image
 from ..model.images import DEBUGGER_UNSUPPORTED_REGIONS
+from ..model.parameters import is_token
 from ..model.profiler_config import ProfilerConfig, framework_profiling_deprecation
 from ..model.profiler_rules import ProfilerRule
 from ..model.training_request import (
@@ -46,7 +47,6 @@ from ..model.training_request import (
 )
 from ._common import (
     LazyPath,
-    acknowledge,
     acknowledge_wildcards,
     concrete_region,
     located,
@@ -61,6 +61,9 @@ _ECR_IMAGE = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)
 _S3_URI = re.compile(r"^s3://(?P<bucket>[^/]+)/?(?P<key>.*)$")
 _TRAINING_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 _WARNING_PREFIX = "cdk-sagemaker-debugger"
+# Pseudo parameters and constants, fetched once per process (each CDK attribute access is a jsii call).
+_PSEUDO = {"partition": cdk.Aws.PARTITION, "region": cdk.Aws.REGION, "account": cdk.Aws.ACCOUNT_ID}
+_CONSTANTS = {"block_all": s3.BlockPublicAccess.BLOCK_ALL, "retry_interval": cdk.Duration.seconds(30)}
 _TRAINIUM = re.compile(r"^ml[._]trn\d")
 # Stands in for the S3 URI of a local rule source while a rule is checked, before its asset exists.
 _PENDING_SOURCE_URI = "s3://pending-upload/rule-source.py"
@@ -117,27 +120,32 @@ class InputChannel:
                 channel[key] = value
         return channel
 
-    def grant_read(self, grantee: iam.IGrantable) -> dict[str, str]:
-        """Grant read access to the channel's prefix; returns the cdk-nag wildcard findings this creates, with reasons."""
-        objects_pattern = f"{self.key_prefix}*"
-        reason = f"Read-only access to the objects of input channel {self.name!r} (its S3 prefix)."
-        if self.bucket is not None:
-            self.bucket.grant_read(grantee, objects_pattern)
-            return {
-                "Action::s3:GetObject*": "CDK's read grant on the input channels' prefixes.",
-                "Action::s3:GetBucket*": "CDK's read grant on the input channels' buckets.",
-                "Action::s3:List*": "SageMaker lists the input channel prefix to download or stream the data.",
-                f"Resource::{self.bucket.arn_for_objects(objects_pattern)}": reason,
-            }
-        bucket_arn = f"arn:{cdk.Aws.PARTITION}:s3:::{_S3_URI.match(self.s3_uri)['bucket']}"  # type: ignore[index]
-        iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject"], resource_arns=[f"{bucket_arn}/{objects_pattern}"])
-        iam.Grant.add_to_principal(
-            grantee=grantee,
-            actions=["s3:ListBucket"],
-            resource_arns=[bucket_arn],
-            conditions={"StringLike": {"s3:prefix": [objects_pattern]}} if self.key_prefix else None,
-        )
-        return {f"Resource::{bucket_arn}/{objects_pattern}": reason}
+    def _objects_and_bucket(self, partition: str) -> tuple[str, str]:
+        bucket_arn = (self.bucket.bucket_arn if self.bucket is not None
+                      else f"arn:{partition}:s3:::{_S3_URI.match(self.s3_uri)['bucket']}")  # type: ignore[index]
+        return f"{bucket_arn}/{self.key_prefix}*", bucket_arn
+
+    def read_statements(self, partition: str = "aws") -> list[dict[str, Any]]:
+        """IAM statements (JSON) that let SageMaker read this channel: its objects, and listing its prefix."""
+        objects, bucket_arn = self._objects_and_bucket(partition)
+        listing: dict[str, Any] = {"Effect": "Allow", "Action": "s3:ListBucket", "Resource": bucket_arn}
+        if self.key_prefix:
+            listing["Condition"] = {"StringLike": {"s3:prefix": [f"{self.key_prefix}*"]}}
+        return [{"Effect": "Allow", "Action": "s3:GetObject", "Resource": objects}, listing]
+
+    def wildcard_findings(self, partition: str = "aws") -> dict[str, str]:
+        """The cdk-nag wildcard finding the read grant creates, with its reason."""
+        objects, _ = self._objects_and_bucket(partition)
+        return {f"Resource::{objects}": f"Read-only access to the objects of input channel {self.name!r} (its S3 prefix)."}
+
+    def grant_read(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Let ``grantee`` read this channel's objects (for roles you manage yourself)."""
+        grants = [
+            iam.Grant.add_to_principal(grantee=grantee, actions=[statement["Action"]], resource_arns=[statement["Resource"]],
+                                       conditions=statement.get("Condition"))
+            for statement in self.read_statements(cdk.Aws.PARTITION)
+        ]
+        return grants[0].combine(grants[1])
 
 
 class ProfiledTrainingJob(Construct):
@@ -198,6 +206,7 @@ class ProfiledTrainingJob(Construct):
         # Each CDK call is a round trip to the jsii process: look the stack, region and path up once (the path only
         # when an error message needs it).
         where = self._where = LazyPath(self)
+        self._findings: dict[str, str] | None = {}  # cdk-nag acknowledgements, written once at the end
         self._stack = cdk.Stack.of(self)
         self._region = concrete_region(self._stack)
         check_job_name_prefix(job_name_prefix, where=where)
@@ -237,8 +246,9 @@ class ProfiledTrainingJob(Construct):
                 field="distribution",
                 value=distribution,
             )
-        max_runtime = max_runtime or cdk.Duration.days(1)
-        self._stopping: dict[str, Any] = {"MaxRuntimeInSeconds": int(max_runtime.to_seconds())}
+        self._stopping: dict[str, Any] = {
+            "MaxRuntimeInSeconds": 86400 if max_runtime is None else int(max_runtime.to_seconds())
+        }
         if max_wait is not None:
             self._stopping["MaxWaitTimeInSeconds"] = int(max_wait.to_seconds())
         check_stopping(
@@ -287,17 +297,14 @@ class ProfiledTrainingJob(Construct):
                 encryption_key=output_kms_key,
                 bucket_key_enabled=True,
                 enforce_ssl=True,
-                block_public_access=s3.BlockPublicAccess.BLOCK_ALL,
+                block_public_access=_CONSTANTS["block_all"],
                 versioned=True,
                 minimum_tls_version=1.2,
             )
-            acknowledge(
-                output_bucket,
-                {
-                    "AwsSolutions-S1": "Training outputs are written only by SageMaker through the execution role; "
-                    "pass output_bucket= with server access logging if your audit policy requires request logs."
-                },
-            )
+            self._acknowledge({
+                "AwsSolutions::AwsSolutions-S1": "Training outputs are written only by SageMaker through the execution "
+                "role; pass output_bucket= with server access logging if your audit policy requires request logs."
+            })
         self.output_bucket: s3.IBucket = output_bucket
         self.output_kms_key = output_kms_key
         self._output_key_arn = output_kms_key.key_arn if output_kms_key is not None else None
@@ -325,23 +332,32 @@ class ProfiledTrainingJob(Construct):
             self._upload_rule_source(rule)
 
         # -- execution role ----------------------------------------------------------------------------------------
-        self._image_pull: iam.PolicyStatement | None = None
+        self._image_pull: dict[str, Any] | None = None
         self._pulled_repositories: list[str] = []
+        self._pending_statements: list[dict[str, Any]] | None = None
         self._granted_topic = False
         self._granted_stop_patterns: set[str] = set()
         #: The execution role's permissions for debugger rule actions (created with the first rule that has actions).
         self.rule_actions_policy: iam.Policy | None = None
         self._owned_role: iam.Role | None = None
         if role is None:
+            # Collect the statements first and create the role with them as one inline policy: one call into the
+            # CDK instead of two per statement.
+            self._pending_statements = []
+            self._grant_execution_permissions(vpc is not None)
+            self._grant_debugger_rule_needs(self._debugger_rules, checked.permissions, with_actions=False)
             role = iam.Role(
                 self,
                 "ExecutionRole",
                 assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
                 description=f"SageMaker execution role of training jobs {job_name_prefix}-*",
+                inline_policies={"TrainingJobs": iam.PolicyDocument.from_json(
+                    {"Version": "2012-10-17", "Statement": self._pending_statements})},
             )
             self._owned_role = role
-            self._grant_execution_permissions(role, vpc is not None)
-            self._grant_debugger_rule_needs(self._debugger_rules, checked.permissions)
+            self._pending_statements = None
+            self._grant_role_dependent(role)
+            self._grant_rule_actions(role, checked.permissions)
         self.role: iam.IRole = role
         self._role_arn = role.role_arn
 
@@ -371,7 +387,7 @@ class ProfiledTrainingJob(Construct):
             state_json={
                 "Type": "Task",
                 "Comment": f"Runs one SageMaker training job {job_name_prefix}-* and waits for it to finish.",
-                "Resource": f"arn:{cdk.Aws.PARTITION}:states:::sagemaker:createTrainingJob.sync",
+                "Resource": f"arn:{self._partition}:states:::sagemaker:createTrainingJob.sync",
                 "Parameters": cdk.Lazy.any(_Producer(self._state_parameters)),
                 "ResultSelector": {
                     "TrainingJobName.$": "$.TrainingJobName",
@@ -384,7 +400,7 @@ class ProfiledTrainingJob(Construct):
         )
         self.launch_state.add_retry(
             errors=["SageMaker.AmazonSageMakerException"],
-            interval=cdk.Duration.seconds(30),
+            interval=_CONSTANTS["retry_interval"],
             max_attempts=3,
             backoff_rate=2,
         )
@@ -392,13 +408,14 @@ class ProfiledTrainingJob(Construct):
         self.state_machine = sfn.StateMachine(
             self,
             "StateMachine",
+            role=self._state_machine_role(),
             definition_body=sfn.DefinitionBody.from_chainable(naming.next(self.launch_state)),
             tracing_enabled=True,
             logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
             comment=f"Starts a profiled SageMaker training job {job_name_prefix}-* per execution.",
         )
-        self._grant_state_machine_permissions()
         self.node.add_validation(_RequestValidation(self))
+        self._flush_findings()
 
         self.deploy_trigger: cr.AwsCustomResource | None = None
         if run_on_deploy:
@@ -408,9 +425,7 @@ class ProfiledTrainingJob(Construct):
     @functools.cached_property
     def training_job_arn_pattern(self) -> str:
         """ARN pattern of every job this construct starts (``...:training-job/<prefix>-*``; ARNs are lower case)."""
-        return self._stack.format_arn(
-            service="sagemaker", resource="training-job", resource_name=f"{self.job_name_prefix.lower()}-*"
-        )
+        return self._arn("sagemaker", f"training-job/{self.job_name_prefix.lower()}-*")
 
     def grant_start_execution(self, grantee: iam.IGrantable) -> iam.Grant:
         """Allow ``grantee`` to start training runs (executions of the state machine)."""
@@ -680,128 +695,172 @@ class ProfiledTrainingJob(Construct):
             if message:
                 cdk.Annotations.of(self).add_warning_v2(f"{_WARNING_PREFIX}:frameworkProfilingDeprecated", message)
 
-    def _grant_execution_permissions(self, role: iam.Role, in_vpc: bool) -> None:
+    def _grant_execution_permissions(self, in_vpc: bool) -> None:
         """Least privilege for SageMaker: the job's own S3 prefixes, image pulls, its log groups and metrics."""
-        stack = self._stack
         wildcards: dict[str, str] = {}
-        object_prefix = f"{self.output_prefix}/*" if self.output_prefix else "*"
-        self.output_bucket.grant_read(role, object_prefix)
-        self.output_bucket.grant_put(role, object_prefix)
-        wildcards.update({
-            "Action::s3:GetObject*": "CDK's read grant on the job's output prefix (model artifacts, profiler data, rule output).",
-            "Action::s3:GetBucket*": "CDK's read grant on the job's output bucket, needed to locate and list the output prefix.",
-            "Action::s3:List*": "SageMaker lists the output prefix when it uploads artifacts and rule output.",
-            "Action::s3:Abort*": "CDK's put grant lets SageMaker abort its own multipart uploads of large artifacts.",
-            f"Resource::{self.output_bucket.arn_for_objects(object_prefix)}": (
-                "Objects under the job's own output prefix, where each run writes <job>/output, profiler-output and "
-                "rule-output."
-            ),
-        })
+        bucket_arn = self.output_bucket.bucket_arn
+        object_prefix = f"{self.output_prefix}/" if self.output_prefix else ""
+        output_objects = f"{bucket_arn}/{object_prefix}*"
+        self._allow({"Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
+                           "Resource": output_objects})
+        self._allow({"Effect": "Allow", "Action": "s3:ListBucket", "Resource": bucket_arn,
+                           "Condition": {"StringLike": {"s3:prefix": [f"{object_prefix}*"]}}})
+        wildcards[f"Resource::{output_objects}"] = (
+            "Objects under the job's own output prefix, where each run writes <job>/output, profiler-output and "
+            "rule-output under its generated name."
+        )
         hook = self.debug_hook
         for uri, label in ((self.profiler.s3_output_path, "profiler output"), (self.checkpoint_s3_uri, "checkpoints"),
                            (hook.s3_output_path if hook is not None else None, "debugger hook output"),
                            (self.tensorboard.s3_output_path if self.tensorboard is not None else None, "TensorBoard output")):
-            wildcards.update(_grant_s3_prefix(role, uri, label, writable=True))
+            wildcards.update(self._allow_s3_prefix(uri, label, writable=True))
         for channel in self.inputs:
-            wildcards.update(channel.grant_read(role))
-        if self.volume_kms_key is not None:
-            self.volume_kms_key.grant_encrypt_decrypt(role)
-        if self.output_kms_key is not None:
-            self.output_kms_key.grant_encrypt_decrypt(role)
+            for statement in channel.read_statements(self._partition):
+                self._allow(statement)
+            wildcards.update(channel.wildcard_findings(self._partition))
         # Pull the training image and the rule evaluator images.
-        repositories: list[str] = []
         if self.training_image is not None:
-            repositories += _ecr_repository_arns(stack, self.training_image)
-        self._allow_image_pull(role, repositories)  # debugger rule images join in _grant_debugger_rule_needs
+            self._allow_image_pull(_ecr_repository_arns(self._partition, self.training_image))
         rule_set = self.rule_set
         if rule_set is not None:
-            rule_set.on_rule_added(lambda rule: self._grant_profiler_rule(role, rule_set, rule))
-        if self.training_image_repository is not None:
-            self.training_image_repository.grant_pull(role)
-        role.add_to_policy(iam.PolicyStatement(actions=["ecr:GetAuthorizationToken"], resources=["*"]))
-        role.add_to_policy(iam.PolicyStatement(
-            actions=["cloudwatch:PutMetricData"],
-            resources=["*"],
-            conditions={"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*"]}},
-        ))
+            rule_set.on_rule_added(lambda rule: self._grant_profiler_rule(rule_set, rule))
+        self._allow({"Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"})
+        self._allow({"Effect": "Allow", "Action": "cloudwatch:PutMetricData", "Resource": "*",
+                           "Condition": {"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*"]}}})
         wildcards["Resource::*"] = (
             "ecr:GetAuthorizationToken and cloudwatch:PutMetricData have no resource-level permissions; PutMetricData "
             "is limited to the /aws/sagemaker/* namespaces by condition."
         )
-        for group in ("/aws/sagemaker/TrainingJobs", "/aws/sagemaker/ProcessingJobs"):
-            arn = stack.format_arn(service="logs", resource="log-group", resource_name=f"{group}:*",
-                                   arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME)
-            role.add_to_policy(iam.PolicyStatement(
-                actions=["logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"],
-                resources=[arn],
-            ))
-            wildcards[f"Resource::{arn}"] = f"Log streams of the {group} log group, named after each run's job."
+        log_groups = [self._arn("logs", f"log-group:{group}:*")
+                      for group in ("/aws/sagemaker/TrainingJobs", "/aws/sagemaker/ProcessingJobs")]
+        self._allow({"Effect": "Allow", "Resource": log_groups, "Action": [
+            "logs:CreateLogGroup", "logs:CreateLogStream", "logs:PutLogEvents", "logs:DescribeLogStreams"]})
+        for arn in log_groups:
+            wildcards[f"Resource::{arn}"] = (
+                "Log streams of SageMaker's training and rule-job log groups, named after each run's job."
+            )
         if in_vpc:
-            role.add_to_policy(iam.PolicyStatement(
-                actions=[
-                    "ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
-                    "ec2:DeleteNetworkInterfacePermission", "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs",
-                    "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups",
-                ],
-                resources=["*"],
-            ))
+            self._allow({"Effect": "Allow", "Resource": "*", "Action": [
+                "ec2:CreateNetworkInterface", "ec2:CreateNetworkInterfacePermission", "ec2:DeleteNetworkInterface",
+                "ec2:DeleteNetworkInterfacePermission", "ec2:DescribeNetworkInterfaces", "ec2:DescribeVpcs",
+                "ec2:DescribeDhcpOptions", "ec2:DescribeSubnets", "ec2:DescribeSecurityGroups"]})
             wildcards["Resource::*"] += (
                 " The EC2 network-interface actions SageMaker needs to attach the job to the VPC have no resource-level "
                 "permissions either."
             )
-        acknowledge_wildcards(role, wildcards)
+        self._acknowledge(wildcards)
 
-    def _grant_profiler_rule(self, role: iam.Role, rule_set: ProfilerRuleSet, rule: ProfilerRule) -> None:
+    def _grant_role_dependent(self, role: iam.Role) -> None:
+        """Grants that CDK resources make on the role itself (KMS keys, an ECR repository object)."""
+        if self.volume_kms_key is not None:
+            self.volume_kms_key.grant_encrypt_decrypt(role)
+        if self.output_kms_key is not None:
+            self.output_kms_key.grant_encrypt_decrypt(role)
+        if self.training_image_repository is not None:
+            self.training_image_repository.grant_pull(role)
+
+    def _allow_s3_prefix(self, uri: str | None, label: str, *, writable: bool) -> dict[str, str]:
+        """Allow the objects under a literal s3:// prefix; returns the cdk-nag wildcard finding with its reason."""
+        match = _S3_URI.match(uri) if uri and not is_token(uri) else None
+        if match is None:
+            return {}
+        key = match["key"].strip("/")
+        bucket_arn = f"arn:{self._partition}:s3:::{match['bucket']}"
+        objects = f"{bucket_arn}/{key + '/' if key else ''}*"
+        actions = ["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"] if writable else ["s3:GetObject"]
+        self._allow({"Effect": "Allow", "Action": actions, "Resource": objects})
+        self._allow({"Effect": "Allow", "Action": "s3:ListBucket", "Resource": bucket_arn})
+        access = "written" if writable else "read"
+        return {f"Resource::{objects}": f"Objects under the configured {label} prefix, {access} by every run."}
+
+    @functools.cached_property
+    def _partition(self) -> str:
+        region = self._region
+        if region is None:
+            return _PSEUDO["partition"]
+        return "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
+
+    def _arn(self, service: str, resource: str) -> str:
+        """An ARN in this stack's partition, region and account (built locally: format_arn costs a jsii call)."""
+        region = self._region or _PSEUDO["region"]
+        return f"arn:{self._partition}:{service}:{region}:{_PSEUDO['account']}:{resource}"
+
+    def _allow(self, statement: dict[str, Any]) -> dict[str, Any]:
+        """Add a policy statement (JSON form) to the execution role this construct owns: buffered while the construct
+        is being built (they become the role's inline policy), added directly for rules added later."""
+        if self._pending_statements is not None:
+            self._pending_statements.append(statement)
+        elif self._owned_role is not None:
+            self._owned_role.add_to_policy(iam.PolicyStatement.from_json(statement))
+        return statement
+
+    def _acknowledge(self, findings: dict[str, str]) -> None:
+        """Record cdk-nag wildcard findings of this job (one acknowledgement call at the end of construction)."""
+        if self._findings is None:
+            acknowledge_wildcards(self, findings, stack=self._stack)
+            return
+        for finding, reason in findings.items():
+            known = self._findings.get(finding)
+            self._findings[finding] = reason if known is None or reason in known else f"{known} {reason}"
+
+    def _flush_findings(self) -> None:
+        findings, self._findings = self._findings, None
+        if findings:
+            acknowledge_wildcards(self, findings, stack=self._stack)
+
+    def _grant_profiler_rule(self, rule_set: ProfilerRuleSet, rule: ProfilerRule) -> None:
         """What the execution role needs to run ``rule``: its evaluator image and, for a custom rule, its source."""
         repository = rule_set.image_repository_arn(rule)
         if repository is not None:
-            self._allow_image_pull(role, [repository])
-        rule_set.grant_read_source(rule, role)
+            self._allow_image_pull([repository])
+        source = rule_set.source_object_arn(rule)
+        if source is not None:
+            self._allow({"Effect": "Allow", "Action": "s3:GetObject", "Resource": source})
 
-    def _allow_image_pull(self, role: iam.Role, repository_arns: Sequence[str]) -> None:
+    def _allow_image_pull(self, repository_arns: Sequence[str]) -> None:
         """Let ``role`` pull from these ECR repositories; one statement, extended as rules are added."""
         new = [arn for arn in dict.fromkeys(repository_arns) if arn not in self._pulled_repositories]
         if not new:
             return
         self._pulled_repositories += new
-        if self._image_pull is None:
-            self._image_pull = iam.PolicyStatement(
-                actions=["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
-                resources=new,
-            )
-            role.add_to_policy(self._image_pull)
-        else:
-            self._image_pull.add_resources(*new)
+        if self._image_pull is not None and self._pending_statements is not None:
+            self._image_pull["Resource"] += new  # still buffered: extend the one statement
+            return
+        self._image_pull = self._allow({
+            "Effect": "Allow",
+            "Action": ["ecr:BatchCheckLayerAvailability", "ecr:BatchGetImage", "ecr:GetDownloadUrlForLayer"],
+            "Resource": new,
+        })
 
     def _debugger_rule_repositories(self, rules: Sequence[Rule]) -> list[str]:
-        stack = self._stack
         arns: list[str] = []
         for rule in rules:
             if rule.image_uri is None:
                 arns.append(rule_image_repository_arn(self, custom=rule.is_custom))
             else:
-                arns += _ecr_repository_arns(stack, rule.image_uri)
+                arns += _ecr_repository_arns(self._partition, rule.image_uri)
         return arns
 
-    def _grant_debugger_rule_needs(self, rules: Sequence[Rule], permissions: RulePermissions) -> None:
+    def _grant_debugger_rule_needs(
+        self, rules: Sequence[Rule], permissions: RulePermissions, *, with_actions: bool = True
+    ) -> None:
         """What the rule containers of ``rules`` need from the execution role this construct created."""
-        role = self._owned_role
-        if role is None:
-            return
-        self._allow_image_pull(role, self._debugger_rule_repositories(rules))
+        if self._owned_role is None and self._pending_statements is None:
+            return  # a role the user passed is used unchanged
+        self._allow_image_pull(self._debugger_rule_repositories(rules))
         wildcards: dict[str, str] = {}
         for rule in rules:
             asset = self._debugger_rule_sources.get(rule)
             if asset is not None:
-                iam.Grant.add_to_principal(
-                    grantee=role, actions=["s3:GetObject"], resource_arns=[asset.bucket.arn_for_objects(asset.s3_object_key)]
-                )
-            wildcards.update(_grant_s3_prefix(role, rule.s3_output_path, f"rule {rule.name!r} output", writable=True))
+                self._allow({"Effect": "Allow", "Action": "s3:GetObject",
+                                   "Resource": asset.bucket.arn_for_objects(asset.s3_object_key)})
+            wildcards.update(self._allow_s3_prefix(rule.s3_output_path, f"rule {rule.name!r} output", writable=True))
             for trial in rule.other_trials:
-                wildcards.update(_grant_s3_prefix(role, trial, f"other trial of rule {rule.name!r}", writable=False))
+                wildcards.update(self._allow_s3_prefix(trial, f"other trial of rule {rule.name!r}", writable=False))
         if wildcards:
-            acknowledge_wildcards(role, wildcards)
-        self._grant_rule_actions(role, permissions)
+            self._acknowledge(wildcards)
+        if with_actions and self._owned_role is not None:
+            self._grant_rule_actions(self._owned_role, permissions)
 
     def _grant_rule_actions(self, role: iam.Role, permissions: RulePermissions) -> None:
         """Email/SMS publish through the SMDebugRules topic; StopTraining lists in-progress jobs and stops one."""
@@ -837,26 +896,26 @@ class ProfiledTrainingJob(Construct):
         if findings:
             acknowledge_wildcards(self.rule_actions_policy, findings)
 
-    def _grant_state_machine_permissions(self) -> None:
-        """Exactly what createTrainingJob.sync needs, scoped to this construct's job names."""
-        stack = self._stack
-        role = self.state_machine.role
-        role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob",
-                     "sagemaker:AddTags", "sagemaker:ListTags"],
-            resources=[self.training_job_arn_pattern],
-        ))
-        role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["iam:PassRole"],
-            resources=[self.role.role_arn],
-            conditions={"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}},
-        ))
-        role.add_to_principal_policy(iam.PolicyStatement(
-            actions=["events:PutTargets", "events:PutRule", "events:DescribeRule"],
-            resources=[stack.format_arn(service="events", resource="rule",
-                                        resource_name="StepFunctionsGetEventsForSageMakerTrainingJobsRule")],
-        ))
-        acknowledge_wildcards(self.state_machine, {
+    def _state_machine_role(self) -> iam.Role:
+        """The state machine's role with exactly what createTrainingJob.sync needs, scoped to this construct's jobs."""
+        role = iam.Role(
+            self,
+            "StateMachineRole",
+            assumed_by=iam.ServicePrincipal("states.amazonaws.com", conditions={
+                "ArnLike": {"aws:SourceArn": self._arn("states", "stateMachine:*")},
+                "StringEquals": {"aws:SourceAccount": _PSEUDO["account"]},
+            }),
+            inline_policies={"StartTrainingJobs": iam.PolicyDocument.from_json({"Version": "2012-10-17", "Statement": [
+                {"Effect": "Allow", "Resource": self.training_job_arn_pattern, "Action": [
+                    "sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob",
+                    "sagemaker:AddTags", "sagemaker:ListTags"]},
+                {"Effect": "Allow", "Action": "iam:PassRole", "Resource": self._role_arn,
+                 "Condition": {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}},
+                {"Effect": "Allow", "Action": ["events:PutTargets", "events:PutRule", "events:DescribeRule"],
+                 "Resource": self._arn("events", "rule/StepFunctionsGetEventsForSageMakerTrainingJobsRule")},
+            ]})},
+        )
+        self._acknowledge({
             f"Resource::{self.training_job_arn_pattern}": (
                 "Each execution creates, tags, describes and stops a job named <prefix>-<random suffix>; the pattern "
                 "matches only this construct's jobs."
@@ -866,6 +925,7 @@ class ProfiledTrainingJob(Construct):
                 "resource-level permissions."
             ),
         })
+        return role
 
     def _start_on_deploy(self) -> None:
         request_hash = hashlib.sha256(
@@ -894,30 +954,12 @@ class ProfiledTrainingJob(Construct):
         self.deploy_trigger.node.add_dependency(self.state_machine)
 
 
-def _ecr_repository_arns(stack: cdk.Stack, image: str) -> list[str]:
+def _ecr_repository_arns(partition: str, image: str) -> list[str]:
     """The ARN of the ECR repository ``image`` is pulled from (none for tokens and images outside ECR)."""
-    match = _ECR_IMAGE.match(image) if not cdk.Token.is_unresolved(image) else None
+    match = _ECR_IMAGE.match(image) if not is_token(image) else None
     if match is None:
         return []
-    return [stack.format_arn(service="ecr", region=match["region"], account=match["account"], resource="repository",
-                             resource_name=match["repo"])]
-
-
-def _grant_s3_prefix(role: iam.Role, uri: str | None, label: str, *, writable: bool) -> dict[str, str]:
-    """Grant ``role`` the objects under a literal s3:// prefix; returns the cdk-nag wildcard finding with its reason."""
-    match = _S3_URI.match(uri) if uri and not cdk.Token.is_unresolved(uri) else None
-    if match is None:
-        return {}
-    key = match["key"].strip("/")
-    bucket_arn = f"arn:{cdk.Aws.PARTITION}:s3:::{match['bucket']}"
-    objects = f"{bucket_arn}/{key + '/' if key else ''}*"
-    role.add_to_policy(iam.PolicyStatement(
-        actions=["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"] if writable else ["s3:GetObject"],
-        resources=[objects],
-    ))
-    role.add_to_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket_arn]))
-    access = "written" if writable else "read"
-    return {f"Resource::{objects}": f"Objects under the configured {label} prefix, {access} by every run."}
+    return [f"arn:{partition}:ecr:{match['region']}:{match['account']}:repository/{match['repo']}"]
 
 
 def _features_in_use(features: DebuggerFeatures) -> str:
