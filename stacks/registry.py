@@ -7,6 +7,7 @@ from collections.abc import Callable
 import aws_cdk as cdk
 
 from .debugger_stacks import DebuggerRulesStack
+from .evaluator_stack import EvaluatorStack
 from .training_stacks import (
     ContractStack,
     CustomRuleStack,
@@ -21,6 +22,7 @@ REFERENCE_STACKS: dict[str, Callable[[cdk.App], cdk.Stack]] = {
     "TrainingChina": china_contract_stack,
     "TrainingCustomRule": lambda app: CustomRuleStack(app, "TrainingCustomRule"),
     "TrainingDebugger": lambda app: DebuggerRulesStack(app, "TrainingDebugger"),
+    "Evaluator": lambda app: EvaluatorStack(app, "Evaluator"),
 }
 
 

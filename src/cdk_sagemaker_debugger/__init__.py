@@ -71,6 +71,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .constructs.training_job import InputChannel, ProfiledTrainingJob  # noqa: F401
     from .model.actions import SMS, ActionList, Email, StopTraining  # noqa: F401
     from .model.debug_hook import CollectionConfig, DebugHookConfig, TensorBoardOutputConfig  # noqa: F401
+    from .model.distribution import Distribution  # noqa: F401
     from .model.errors import (  # noqa: F401
         ConfigurationError,
         ConfigurationTypeError,
