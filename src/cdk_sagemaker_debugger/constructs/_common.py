@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import TypeVar
 
 import aws_cdk as cdk
@@ -108,60 +108,53 @@ def _stack_of(scope: IConstruct) -> cdk.Stack:
     return scope if isinstance(scope, cdk.Stack) else cdk.Stack.of(scope)
 
 
-def rule_image(scope: IConstruct, *, custom: bool) -> str:
-    """The rule evaluator image for the stack's region: a literal URI, or Fn::FindInMap on AWS::Region when agnostic.
+def _per_stack(kind: str, build: Callable[[cdk.Stack, bool], str]) -> Callable[..., str]:
+    """Memoize ``build(stack, custom)`` per stack, and locate its errors at the caller's construct path."""
 
-    ``scope`` may be the stack itself, which saves a lookup when rendering many rules.
-    """
-    if not isinstance(scope, cdk.Stack):
-        return located(scope, lambda: rule_image(cdk.Stack.of(scope), custom=custom))
-    stack = scope
-    cache = _IMAGES.setdefault(stack, {})
-    key = ("image", custom)
-    if key not in cache:
-        cache[key] = _rule_image(stack, custom)
-    return cache[key]
+    def lookup(scope: IConstruct, *, custom: bool) -> str:
+        if not isinstance(scope, cdk.Stack):
+            return located(scope, lambda: lookup(cdk.Stack.of(scope), custom=custom))
+        cache = _IMAGES.setdefault(scope, {})
+        if (kind, custom) not in cache:
+            cache[(kind, custom)] = build(scope, custom)
+        return cache[(kind, custom)]
+
+    return lookup
+
+
+def _image_table(custom: bool) -> tuple[str, Mapping[str, str], str]:
+    """(mapping key, region -> account table, repository) of the built-in or the custom rule evaluator image."""
+    if custom:
+        return "custom", CUSTOM_RULE_ACCOUNTS, CUSTOM_RULE_REPOSITORY
+    return "builtin", BUILTIN_RULE_ACCOUNTS, BUILTIN_RULE_REPOSITORY
 
 
 def _rule_image(stack: cdk.Stack, custom: bool) -> str:
     region = concrete_region(stack)
     if region is not None:
         return custom_rule_image(region) if custom else builtin_rule_image(region)
-    kind, table, repository = (
-        ("custom", CUSTOM_RULE_ACCOUNTS, CUSTOM_RULE_REPOSITORY)
-        if custom
-        else ("builtin", BUILTIN_RULE_ACCOUNTS, BUILTIN_RULE_REPOSITORY)
-    )
+    kind, table, repository = _image_table(custom)
     _require_region_rule(stack, kind, table)
     account = _accounts_mapping(stack).find_in_map(cdk.Aws.REGION, kind)
     return cdk.Fn.join("", [account, ".dkr.ecr.", cdk.Aws.REGION, ".", cdk.Aws.URL_SUFFIX, f"/{repository}:{IMAGE_TAG}"])
 
 
-def rule_image_repository_arn(scope: IConstruct, *, custom: bool) -> str:
-    """ARN of the rule image repository, for the execution role's pull permission."""
-    if not isinstance(scope, cdk.Stack):
-        return located(scope, lambda: rule_image_repository_arn(cdk.Stack.of(scope), custom=custom))
-    stack = scope
-    cache = _IMAGES.setdefault(stack, {})
-    key = ("repository", custom)
-    if key not in cache:
-        cache[key] = _rule_image_repository_arn(stack, custom)
-    return cache[key]
-
-
 def _rule_image_repository_arn(stack: cdk.Stack, custom: bool) -> str:
+    kind, table, repository = _image_table(custom)
     region = concrete_region(stack)
-    table, repository, kind = (
-        (CUSTOM_RULE_ACCOUNTS, CUSTOM_RULE_REPOSITORY, "custom")
-        if custom
-        else (BUILTIN_RULE_ACCOUNTS, BUILTIN_RULE_REPOSITORY, "builtin")
-    )
     if region is not None:
         rule_image(stack, custom=custom)  # raises UnsupportedRegionError when absent
         account = table[region]
     else:
         account = _accounts_mapping(stack).find_in_map(cdk.Aws.REGION, kind)
     return stack.format_arn(service="ecr", account=account, resource="repository", resource_name=repository)
+
+
+#: The rule evaluator image for the stack's region: a literal URI, or Fn::FindInMap on AWS::Region when agnostic.
+#: ``scope`` may be the stack itself, which saves a lookup when rendering many rules.
+rule_image = _per_stack("image", _rule_image)
+#: ARN of the rule image's ECR repository, for the execution role's pull permission.
+rule_image_repository_arn = _per_stack("repository", _rule_image_repository_arn)
 
 
 def acknowledge(scope: Construct, findings: dict[str, str]) -> None:
