@@ -6,6 +6,7 @@ from collections.abc import Callable
 
 import aws_cdk as cdk
 
+from .alarm_stack import AlarmStack
 from .debugger_stacks import DebuggerRulesStack
 from .evaluator_stack import EvaluatorStack
 from .training_stacks import (
@@ -23,6 +24,7 @@ REFERENCE_STACKS: dict[str, Callable[[cdk.App], cdk.Stack]] = {
     "TrainingCustomRule": lambda app: CustomRuleStack(app, "TrainingCustomRule"),
     "TrainingDebugger": lambda app: DebuggerRulesStack(app, "TrainingDebugger"),
     "Evaluator": lambda app: EvaluatorStack(app, "Evaluator"),
+    "Alarm": lambda app: AlarmStack(app, "Alarm"),
 }
 
 
