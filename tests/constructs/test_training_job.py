@@ -65,8 +65,12 @@ class TestStateMachine:
         text = json.dumps(machine["Properties"]["DefinitionString"])
         assert ":states:::sagemaker:createTrainingJob.sync" in text
         params = task_parameters(agnostic)
-        assert params["TrainingJobName.$"] == "States.Format('resnet-{}{}', $.jobNaming.parts[0], $.jobNaming.parts[4])"
-        assert "States.StringSplit(States.UUID(), '-')" in text
+        uuid_group = "States.ArrayGetItem(States.StringSplit(States.UUID(), '-'), {})"
+        assert params["TrainingJobName.$"] == (
+            f"States.Format('resnet-{{}}{{}}', {uuid_group.format(0)}, {uuid_group.format(4)})"
+        )
+        states = json.loads("".join(p if isinstance(p, str) else "x" for p in machine["Properties"]["DefinitionString"]["Fn::Join"][1]))
+        assert list(states["States"]) == ["CreateTrainingJob"]
 
     def test_request_carries_profiler_config_and_rules(self, us_east_1):
         params = task_parameters(us_east_1)
@@ -380,7 +384,7 @@ class TestBadInput:
     def test_request_is_validated_against_the_api_model_at_synth(self):
         stack = make_stack("us-east-1")
         contract(stack, environment={"BAD KEY": "x"})
-        with pytest.raises(RuntimeError, match=r"\[Training/Job\] the CreateTrainingJob request is not valid .*\n  - Environment key 'BAD KEY': 'BAD KEY' does not match the pattern"):
+        with pytest.raises(RuntimeError, match=r"\[Training\] Training/Job: the CreateTrainingJob request is not valid .*\n  - Environment key 'BAD KEY': 'BAD KEY' does not match the pattern"):
             Template.from_stack(stack)
 
 

@@ -35,7 +35,7 @@ class ProfilerRuleSet(Construct):
 
     def __init__(self, scope: Construct, id: str, *, rules: Sequence[ProfilerRule] | None = None) -> None:
         super().__init__(scope, id)
-        self._stack = cdk.Stack.of(self)
+        self._stack = scope if isinstance(scope, cdk.Stack) else cdk.Stack.of(self)
         self._rules: list[ProfilerRule] = []
         self._assets: dict[str, s3_assets.Asset] = {}
         self._listeners: list[Callable[[ProfilerRule], None]] = []

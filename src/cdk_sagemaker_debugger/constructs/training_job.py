@@ -7,6 +7,7 @@ import functools
 import hashlib
 import json
 import re
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -61,9 +62,15 @@ _ECR_IMAGE = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)
 _S3_URI = re.compile(r"^s3://(?P<bucket>[^/]+)/?(?P<key>.*)$")
 _TRAINING_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 _WARNING_PREFIX = "cdk-sagemaker-debugger"
+# Each execution names its job <prefix>-<first and last groups of two fresh UUIDs>: 20 hex characters, 80 random bits.
+_UUID_PART = "States.ArrayGetItem(States.StringSplit(States.UUID(), '-'), {})"
 # Pseudo parameters and constants, fetched once per process (each CDK attribute access is a jsii call).
 _PSEUDO = {"partition": cdk.Aws.PARTITION, "region": cdk.Aws.REGION, "account": cdk.Aws.ACCOUNT_ID}
-_CONSTANTS = {"block_all": s3.BlockPublicAccess.BLOCK_ALL, "retry_interval": cdk.Duration.seconds(30)}
+_CONSTANTS = {
+    "block_all": s3.BlockPublicAccess.BLOCK_ALL,
+    "log_retention": logs.RetentionDays.ONE_YEAR,
+    "log_level": sfn.LogLevel.ALL,
+}
 _TRAINIUM = re.compile(r"^ml[._]trn\d")
 # Stands in for the S3 URI of a local rule source while a rule is checked, before its asset exists.
 _PENDING_SOURCE_URI = "s3://pending-upload/rule-source.py"
@@ -207,7 +214,7 @@ class ProfiledTrainingJob(Construct):
         # when an error message needs it).
         where = self._where = LazyPath(self)
         self._findings: dict[str, str] | None = {}  # cdk-nag acknowledgements, written once at the end
-        self._stack = cdk.Stack.of(self)
+        self._stack = scope if isinstance(scope, cdk.Stack) else cdk.Stack.of(self)
         self._region = concrete_region(self._stack)
         check_job_name_prefix(job_name_prefix, where=where)
         if (training_image is None) == (algorithm_name is None):
@@ -311,7 +318,9 @@ class ProfiledTrainingJob(Construct):
         self._volume_key_arn = volume_kms_key.key_arn if volume_kms_key is not None else None
         self.output_prefix = output_prefix.strip("/")
         #: OutputDataConfig.S3OutputPath. Model artifacts land in ``<output_s3_uri>/<job>/output/``.
-        self.output_s3_uri: str = output_bucket.s3_url_for_object(self.output_prefix) if self.output_prefix else f"s3://{output_bucket.bucket_name}"
+        bucket_name = output_bucket.bucket_name
+        self.output_s3_uri: str = f"s3://{bucket_name}/{self.output_prefix}" if self.output_prefix else f"s3://{bucket_name}"
+        self._output_bucket_arn = f"arn:{self._partition}:s3:::{bucket_name}"
         #: ProfilerConfig.S3OutputPath. Profiler data lands in ``<profiler_s3_uri>/<job>/profiler-output/``.
         self.profiler_s3_uri: str = profiler.s3_output_path or self.output_s3_uri
         #: Rule outputs land in ``<rule_output_s3_uri>/<job>/rule-output/<RuleConfigurationName>/``.
@@ -374,13 +383,6 @@ class ProfiledTrainingJob(Construct):
         self._security_group_ids = [sg.security_group_id for sg in self.security_groups]
 
         # -- state machine -----------------------------------------------------------------------------------------
-        naming = sfn.Pass(
-            self,
-            "NameJob",
-            comment="Each execution gets a fresh job name: <prefix>-<20 hex characters of a UUID>.",
-            parameters={"parts.$": "States.StringSplit(States.UUID(), '-')"},
-            result_path="$.jobNaming",
-        )
         self.launch_state = sfn.CustomState(
             self,
             "CreateTrainingJob",
@@ -396,25 +398,22 @@ class ProfiledTrainingJob(Construct):
                     "ModelArtifacts.$": "$.ModelArtifacts",
                 },
                 "ResultPath": "$.trainingJob",
+                # Throttling and transient service errors of CreateTrainingJob; a failed training job is not retried.
+                "Retry": [{"ErrorEquals": ["SageMaker.AmazonSageMakerException"], "IntervalSeconds": 30,
+                           "MaxAttempts": 3, "BackoffRate": 2}],
             },
         )
-        self.launch_state.add_retry(
-            errors=["SageMaker.AmazonSageMakerException"],
-            interval=_CONSTANTS["retry_interval"],
-            max_attempts=3,
-            backoff_rate=2,
-        )
-        self.log_group = logs.LogGroup(self, "StateMachineLogs", retention=logs.RetentionDays.ONE_YEAR)
+        self.log_group = logs.LogGroup(self, "StateMachineLogs", retention=_CONSTANTS["log_retention"])
         self.state_machine = sfn.StateMachine(
             self,
             "StateMachine",
             role=self._state_machine_role(),
-            definition_body=sfn.DefinitionBody.from_chainable(naming.next(self.launch_state)),
+            definition_body=sfn.DefinitionBody.from_chainable(self.launch_state),
             tracing_enabled=True,
-            logs=sfn.LogOptions(destination=self.log_group, level=sfn.LogLevel.ALL, include_execution_data=False),
+            logs=sfn.LogOptions(destination=self.log_group, level=_CONSTANTS["log_level"], include_execution_data=False),
             comment=f"Starts a profiled SageMaker training job {job_name_prefix}-* per execution.",
         )
-        self.node.add_validation(_RequestValidation(self))
+        _StackValidation.register(self)
         self._flush_findings()
 
         self.deploy_trigger: cr.AwsCustomResource | None = None
@@ -586,7 +585,7 @@ class ProfiledTrainingJob(Construct):
     def _state_parameters(self) -> dict[str, Any]:
         request = self.render_request()
         del request["TrainingJobName"]
-        name = f"States.Format('{self.job_name_prefix}-{{}}{{}}', $.jobNaming.parts[0], $.jobNaming.parts[4])"
+        name = f"States.Format('{self.job_name_prefix}-{{}}{{}}', {_UUID_PART.format(0)}, {_UUID_PART.format(4)})"
         return {"TrainingJobName.$": name, **request}
 
     def validate_request(self) -> list[str]:
@@ -698,7 +697,7 @@ class ProfiledTrainingJob(Construct):
     def _grant_execution_permissions(self, in_vpc: bool) -> None:
         """Least privilege for SageMaker: the job's own S3 prefixes, image pulls, its log groups and metrics."""
         wildcards: dict[str, str] = {}
-        bucket_arn = self.output_bucket.bucket_arn
+        bucket_arn = self._output_bucket_arn
         object_prefix = f"{self.output_prefix}/" if self.output_prefix else ""
         output_objects = f"{bucket_arn}/{object_prefix}*"
         self._allow({"Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
@@ -994,11 +993,22 @@ class _Producer:
 
 
 @jsii.implements(IValidation)
-class _RequestValidation:
-    """Validates the full request when the app synthesizes (after every add_rule call)."""
+class _StackValidation:
+    """Validates every job's full request when the app synthesizes (after every add_rule call). One validation per
+    stack rather than per job: each registration is a round trip to the jsii process."""
 
-    def __init__(self, job: ProfiledTrainingJob) -> None:
-        self._job = job
+    _by_stack: weakref.WeakKeyDictionary[cdk.Stack, _StackValidation] = weakref.WeakKeyDictionary()
+
+    def __init__(self) -> None:
+        self._jobs: list[ProfiledTrainingJob] = []
+
+    @classmethod
+    def register(cls, job: ProfiledTrainingJob) -> None:
+        validation = cls._by_stack.get(job._stack)
+        if validation is None:
+            validation = cls._by_stack[job._stack] = cls()
+            job._stack.node.add_validation(validation)
+        validation._jobs.append(job)
 
     def validate(self) -> list[str]:
-        return self._job.validate_request()
+        return [f"{job.node.path}: {problem}" for job in self._jobs for problem in job.validate_request()]
