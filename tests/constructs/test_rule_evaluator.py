@@ -124,7 +124,7 @@ def test_asset_holds_only_the_evaluator_package(synthesized: dict[str, Any]):
     code = _function(synthesized["template"])["Code"]
     asset = synthesized["out"] / f"asset.{code['S3Key'].split('.')[0]}"
     files = {p.relative_to(asset).as_posix() for p in asset.rglob("*") if p.is_file()}
-    assert "evaluator/lambda_handler.py" in files and "evaluator/rules.py" in files and "__init__.py" in files
+    assert "evaluator/lambda_handler.py" in files and "evaluator/rules.py" in files
     assert not any(f.startswith("rule_alarm") for f in files)
     assert "evaluator/synthetic.py" not in files and not any("__pycache__" in f for f in files)
     # Lambda imports the handler as a top-level package, without this library or aws_cdk installed (-S: no site)

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import weakref
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TypeVar
 
 import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda as lambda_
+from aws_cdk import aws_logs as logs
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct, IConstruct
 
 from ..model.errors import ConfigurationError
@@ -205,3 +211,63 @@ def acknowledge_wildcards(scope: Construct, findings: dict[str, str], *, stack: 
         else:
             ids[key] = reason
     acknowledge(scope, ids)
+
+
+#: The runtime layer's folder: each Lambda ships one of its subpackages (importable there as a top-level package).
+RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
+
+
+@dataclass(frozen=True)
+class RuntimeFunction:
+    """A Lambda running one runtime subpackage, with the resources every such function gets."""
+
+    function: lambda_.Function
+    role: iam.Role
+    log_group: logs.LogGroup
+    dead_letter_queue: sqs.Queue
+
+
+def runtime_function(
+    scope: Construct,
+    function_id: str,
+    *,
+    package: str,
+    handler: str,
+    description: str,
+    role_description: str,
+    environment: dict[str, str],
+    memory_size: int,
+    timeout: cdk.Duration,
+    log_retention: logs.RetentionDays,
+    exclude: tuple[str, ...] = (),
+    max_event_age: cdk.Duration | None = None,
+) -> RuntimeFunction:
+    """An arm64 Python Lambda running ``runtime/<package>`` only: its own role (no managed policies), a retained log
+    group, and an encrypted, SSL-only dead-letter queue for invocations that still fail after two retries."""
+    dead_letter_queue = sqs.Queue(
+        scope, "DeadLetterQueue", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+        retention_period=cdk.Duration.days(14),
+    )
+    log_group = logs.LogGroup(scope, "Logs", retention=log_retention, removal_policy=cdk.RemovalPolicy.RETAIN)
+    role = iam.Role(scope, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=role_description)
+    function = lambda_.Function(
+        scope,
+        function_id,
+        runtime=lambda_.Runtime.PYTHON_3_14,
+        architecture=lambda_.Architecture.ARM_64,
+        handler=f"{package}.{handler}",
+        code=lambda_.Code.from_asset(
+            str(RUNTIME_DIR),
+            exclude=["*", f"!{package}", f"!{package}/**", "**/__pycache__", "**/*.pyc", *exclude],
+        ),
+        memory_size=memory_size,
+        timeout=timeout,
+        role=role,
+        log_group=log_group,
+        dead_letter_queue=dead_letter_queue,
+        retry_attempts=2,
+        max_event_age=max_event_age,
+        description=description,
+        environment=environment,
+    )
+    return RuntimeFunction(function, role, log_group, dead_letter_queue)

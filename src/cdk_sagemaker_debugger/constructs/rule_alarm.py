@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -15,22 +14,19 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from ..model.actions import SMS, Action, ActionList, Email, StopTraining
 from ..model.errors import ConfigurationError, ConfigurationTypeError, did_you_mean
 from ..model.parameters import is_token
-from ._common import acknowledge_wildcards
+from ._common import acknowledge_wildcards, runtime_function
 from .training_job import ProfiledTrainingJob
 
 __all__ = ["RuleAlarm", "ALARM_STATUSES"]
 
-RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
 EVENT_SOURCE = "cdk-sagemaker-debugger"
 EVALUATOR_DETAIL_TYPE = "Profiler Rule Evaluation Status Change"
 TRANSITION_DETAIL_TYPE = "Rule Alarm Transition"
@@ -165,22 +161,6 @@ class RuleAlarm(Construct):
             time_to_live_attribute="expires_at",
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
-        #: Events the handler could not take after its retries, and failed deliveries of the EventBridge rules.
-        self.dead_letter_queue = sqs.Queue(
-            self,
-            "DeadLetterQueue",
-            encryption=sqs.QueueEncryption.SQS_MANAGED,
-            enforce_ssl=True,
-            retention_period=cdk.Duration.days(14),
-        )
-        # -- handler -----------------------------------------------------------------------------------------------
-        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention, removal_policy=cdk.RemovalPolicy.RETAIN)
-        self.role = iam.Role(
-            self,
-            "Role",
-            assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-            description=f"Rule alarm handler for training jobs {self.job_name_prefix}*",
-        )
         environment = {
             "TABLE_NAME": self.table.table_name,
             "TOPIC_ARN": self.topic.topic_arn,
@@ -194,26 +174,25 @@ class RuleAlarm(Construct):
             environment["RULE_NAMES"] = json.dumps(list(self.rule_names))
         if self.stop_prefix is not None:
             environment["STOP_PREFIX"] = self.stop_prefix
-        self.handler = lambda_.Function(
+        # -- handler -----------------------------------------------------------------------------------------------
+        runtime = runtime_function(
             self,
             "Handler",
-            runtime=lambda_.Runtime.PYTHON_3_14,
-            architecture=lambda_.Architecture.ARM_64,
-            handler="rule_alarm.handler.handler",
-            code=lambda_.Code.from_asset(
-                str(RUNTIME_DIR),
-                exclude=["*", "!rule_alarm", "!rule_alarm/*.py", "**/__pycache__", "**/*.pyc"],
-            ),
+            package="rule_alarm",
+            handler="handler.handler",
+            description=f"Notifies (and stops) training jobs {self.job_name_prefix}* once per rule verdict",
+            role_description=f"Rule alarm handler for training jobs {self.job_name_prefix}*",
+            environment=environment,
             memory_size=256,
             timeout=_HANDLER_TIMEOUT,
-            role=self.role,
-            log_group=self.log_group,
-            dead_letter_queue=self.dead_letter_queue,
-            retry_attempts=2,
+            log_retention=log_retention,
             max_event_age=cdk.Duration.hours(6),
-            description=f"Notifies (and stops) training jobs {self.job_name_prefix}* once per rule verdict",
-            environment=environment,
         )
+        #: Events the handler could not take after its retries, and failed deliveries of the EventBridge rules.
+        self.dead_letter_queue = runtime.dead_letter_queue
+        self.log_group = runtime.log_group
+        self.role = runtime.role
+        self.handler = runtime.function
         self._grant_handler_permissions()
 
         # -- triggers ----------------------------------------------------------------------------------------------

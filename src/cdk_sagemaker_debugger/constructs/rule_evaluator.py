@@ -5,7 +5,6 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 import aws_cdk as cdk
@@ -13,21 +12,18 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
-from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
-from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from ..model.errors import ConfigurationError, ConfigurationTypeError
 from ..model.parameters import is_token
 from ..model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
 from ..model.profiler_rules import ProfilerReport, ProfilerRule
-from ._common import acknowledge, acknowledge_wildcards
+from ._common import acknowledge_wildcards, runtime_function
 from .rule_set import ProfilerRuleSet
 from .training_job import ProfiledTrainingJob
 
-RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
 EVENT_SOURCE = "cdk-sagemaker-debugger"
 STATUS_CHANGE = "Profiler Rule Evaluation Status Change"
 CONTINUATION = "Profiler Rule Evaluation Continuation"
@@ -155,34 +151,13 @@ class RuleEvaluator(Construct):
         self.profiler_bucket = profiler_bucket
         self.event_bus: events.IEventBus = event_bus or events.EventBus.from_event_bus_name(self, "Bus", "default")
 
-        #: Receives invocations that failed after the retries (EventBridge invokes the function asynchronously).
-        self.dead_letter_queue = sqs.Queue(
-            self, "DeadLetterQueue", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
-            retention_period=cdk.Duration.days(14))
-        acknowledge(self.dead_letter_queue, {
-            "AwsSolutions-SQS3": "This queue is the evaluator's dead-letter queue; a dead-letter queue of its own would "
-            "only move the failed invocations one queue further.",
-        })
-        self.log_group = logs.LogGroup(self, "Logs", retention=log_retention,
-                                       removal_policy=cdk.RemovalPolicy.RETAIN)
-        self.role = iam.Role(self, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"),
-                             description=f"Profiler rule evaluator for training jobs {job_name_prefix}*")
-        self.function = lambda_.Function(
-            self, "Function",
-            runtime=lambda_.Runtime.PYTHON_3_14,
-            architecture=lambda_.Architecture.ARM_64,
-            handler="evaluator.lambda_handler.handler",
-            code=lambda_.Code.from_asset(str(RUNTIME_DIR), exclude=[
-                "*", "!evaluator", "!evaluator/**", "!__init__.py", "**/__pycache__", "**/*.pyc",
-                "evaluator/synthetic.py",
-            ]),
-            memory_size=memory_size,
-            timeout=timeout or DEFAULT_TIMEOUT,
-            role=self.role,
-            log_group=self.log_group,
-            dead_letter_queue=self.dead_letter_queue,
-            retry_attempts=2,
+        runtime = runtime_function(
+            self,
+            "Function",
+            package="evaluator",
+            handler="lambda_handler.handler",
             description=f"Evaluates SageMaker profiler rules for training jobs {job_name_prefix}*",
+            role_description=f"Profiler rule evaluator for training jobs {job_name_prefix}*",
             environment={
                 "JOB_NAME_PREFIX": job_name_prefix,
                 "RULES": json.dumps(self.rule_configurations, default=str),
@@ -190,7 +165,16 @@ class RuleEvaluator(Construct):
                 "EVENT_BUS_NAME": self.event_bus.event_bus_name,
                 "METRIC_NAMESPACE": metric_namespace,
             },
+            memory_size=memory_size,
+            timeout=timeout or DEFAULT_TIMEOUT,
+            log_retention=log_retention,
+            exclude=("evaluator/synthetic.py",),
         )
+        #: Receives invocations that failed after the retries (EventBridge invokes the function asynchronously).
+        self.dead_letter_queue = runtime.dead_letter_queue
+        self.log_group = runtime.log_group
+        self.role = runtime.role
+        self.function = runtime.function
         self._grant_permissions(output_prefix or "", profiler_prefix or "")
 
         target = targets.LambdaFunction(self.function, dead_letter_queue=self.dead_letter_queue, retry_attempts=2)
