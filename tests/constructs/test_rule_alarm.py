@@ -107,17 +107,11 @@ def test_sweep_runs_every_minute_into_the_same_handler(template: Template) -> No
     )
 
 
-def test_topic_uses_a_rotating_customer_managed_key_that_admits_eventbridge(template: Template) -> None:
+def test_topic_uses_a_rotating_customer_managed_key_only_the_publisher_uses(template: Template) -> None:
     key_id, key = _only(template, "AWS::KMS::Key", {"Description": Match.string_like_regexp("rule alarm")})
     assert key["EnableKeyRotation"] is True
-    assert {
-        "Sid": "AllowEventBridgeToUseTheKey",
-        "Effect": "Allow",
-        "Principal": {"Service": "events.amazonaws.com"},
-        "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
-        "Resource": "*",
-        "Condition": {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}},
-    } in key["KeyPolicy"]["Statement"]
+    principals = json.dumps([statement.get("Principal") for statement in key["KeyPolicy"]["Statement"]])
+    assert "events.amazonaws.com" not in principals  # nothing but the handler publishes
     topic_id, _ = _only(template, "AWS::SNS::Topic", {"KmsMasterKeyId": {"Fn::GetAtt": [key_id, "Arn"]}})
     template.has_resource_properties("AWS::SNS::TopicPolicy", {
         "Topics": [{"Ref": topic_id}],
@@ -392,3 +386,13 @@ def test_invalid_subscriber_is_refused_before_anything_is_added(job_stack) -> No
     with pytest.raises(ConfigurationError, match="'\\+15555550100' is given twice"):
         alarm.add_sms_subscriber("+15555550100")
     assert len(alarm.topic.node.children) == children
+
+
+def test_deploy_time_prefix_is_used_as_given_in_the_policy() -> None:
+    """A prefix from a CfnParameter cannot be lower-cased at synth: the policy uses the parameter itself."""
+    stack = cdk.Stack(cdk.App(), "Stack", env=cdk.Environment(region="us-east-1"))
+    prefix = cdk.CfnParameter(stack, "Prefix", default="team-a-").value_as_string
+    RuleAlarm(stack, "Alarm", job_name_prefix=prefix, actions=[Email("a@example.com"), StopTraining()])
+    policies = json.dumps(Template.from_stack(stack).find_resources("AWS::IAM::Policy"))
+    assert "token" not in policies.lower()  # no lower-cased token text leaked into an ARN
+    assert '":training-job/", {"Ref": "Prefix"}, "*"' in policies

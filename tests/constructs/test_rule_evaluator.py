@@ -51,7 +51,7 @@ def test_function_is_arm64_python_with_the_benchmarked_size(template: Template):
     assert props["Runtime"] == "python3.14" and props["Architectures"] == ["arm64"]
     assert props["MemorySize"] == 1769 and props["Timeout"] == 300
     env = props["Environment"]["Variables"]
-    assert env["JOB_NAME_PREFIX"] == "llm-finetune" and env["SOURCE"] == "AUTO"
+    assert env["JOB_NAME_PREFIX"] == "llm-finetune-" and env["SOURCE"] == "AUTO"
     assert env["EVENT_BUS_NAME"] == "default" and env["METRIC_NAMESPACE"] == "CdkSageMakerDebugger"
     assert json.loads(env["RULES"]) == [
         {"configuration_name": "ProfilerReport", "rule_to_invoke": "ProfilerReport",
@@ -77,10 +77,10 @@ def test_runs_every_minute_when_jobs_end_and_when_a_run_asks_for_more(template: 
     template.has_resource_properties("AWS::Events::Rule", {"EventPattern": {
         "source": ["aws.sagemaker"], "detail-type": ["SageMaker Training Job State Change"],
         "detail": {"TrainingJobStatus": ["Completed", "Failed", "Stopped"],
-                   "TrainingJobName": [{"prefix": "llm-finetune"}]}}})
+                   "TrainingJobName": [{"prefix": "llm-finetune-"}]}}})
     template.has_resource_properties("AWS::Events::Rule", {"EventPattern": {
         "source": ["cdk-sagemaker-debugger"], "detail-type": ["Profiler Rule Evaluation Continuation"],
-        "detail": {"TrainingJobName": [{"prefix": "llm-finetune"}]}}})
+        "detail": {"TrainingJobName": [{"prefix": "llm-finetune-"}]}}})
     rules_with_dlq = template.find_resources("AWS::Events::Rule", {"Properties": {"Targets": Match.array_with([
         Match.object_like({"DeadLetterConfig": Match.any_value(), "RetryPolicy": {"MaximumRetryAttempts": 2}})])}})
     assert len(rules_with_dlq) == 3
@@ -99,15 +99,15 @@ def test_permissions_are_scoped_to_the_job_prefix(template: Template):
         for action in [s["Action"]] if isinstance(s["Action"], str) else s["Action"]:
             by_action.setdefault(action, []).append(s)
     describe = by_action["sagemaker:DescribeTrainingJob"][0]
-    assert json.dumps(describe["Resource"]).endswith(':training-job/llm-finetune*"]]}')
+    assert json.dumps(describe["Resource"]).endswith(':training-job/llm-finetune-*"]]}')
     assert by_action["sagemaker:ListTrainingJobs"][0]["Resource"] == "*"
     assert "sagemaker:StopTrainingJob" not in by_action and "iam:PassRole" not in by_action
     put = by_action["s3:PutObject"]
-    assert len(put) == 1 and "/training/llm-finetune*/rule-output/*" in json.dumps(put[0]["Resource"])
+    assert len(put) == 1 and "/training/llm-finetune-*/rule-output/*" in json.dumps(put[0]["Resource"])
     reads = json.dumps(by_action["s3:GetObject"])
-    assert "/training/llm-finetune*/profiler-output/*" in reads
+    assert "/training/llm-finetune-*/profiler-output/*" in reads
     assert by_action["s3:ListBucket"][0]["Condition"] == {"StringLike": {"s3:prefix": [
-        "training/llm-finetune*/profiler-output/*", "training/llm-finetune*/rule-output/*"]}}
+        "training/llm-finetune-*/profiler-output/*", "training/llm-finetune-*/rule-output/*"]}}
     assert "events:PutEvents" in by_action
     template.resource_properties_count_is("AWS::IAM::Role", {"ManagedPolicyArns": Match.any_value()}, 0)
 

@@ -125,16 +125,8 @@ class RuleAlarm(Construct):
             enable_key_rotation=True,
             description=f"Encrypts the rule alarm notifications for training jobs {self.job_name_prefix}*",
         )
-        # EventBridge can only deliver to an encrypted topic when the key admits it (not possible with aws/sns)
-        self.topic_key.add_to_resource_policy(
-            iam.PolicyStatement(
-                sid="AllowEventBridgeToUseTheKey",
-                principals=[iam.ServicePrincipal("events.amazonaws.com")],
-                actions=["kms:Decrypt", "kms:GenerateDataKey*"],
-                resources=["*"],
-                conditions={"StringEquals": {"aws:SourceAccount": cdk.Aws.ACCOUNT_ID}},
-            )
-        )
+        # Only the handler publishes (its role gets kms:GenerateDataKey* on this key through topic.grant_publish).
+        # To route your own EventBridge rules to this topic, admit events.amazonaws.com on the key yourself.
         self.topic = sns.Topic(
             self,
             "Topic",
@@ -307,7 +299,8 @@ class RuleAlarm(Construct):
 
         def job_arns(prefix: str) -> list[str]:
             # SageMaker writes job ARNs in lower case; both spellings keep a mixed-case prefix working
-            names = list(dict.fromkeys([f"{prefix}*", f"{prefix.lower()}*"]))
+            spellings = [prefix] if cdk.Token.is_unresolved(prefix) else [prefix, prefix.lower()]
+            names = list(dict.fromkeys(f"{spelling}*" for spelling in spellings))
             return [stack.format_arn(service="sagemaker", resource="training-job", resource_name=n) for n in names]
 
         scoped: dict[str, list[str]] = {}  # job ARN pattern -> the SageMaker actions allowed on it

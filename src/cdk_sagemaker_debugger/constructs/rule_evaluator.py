@@ -110,7 +110,8 @@ class RuleEvaluator(Construct):
             raise ConfigurationTypeError(f"expected a MetricsSource such as MetricsSource.AUTO, got {source!r}.",
                                          where=where, field="source", value=source)
         if training_job is not None:
-            job_name_prefix = training_job.job_name_prefix
+            # The job's runs are named <prefix>-<suffix>: the hyphen keeps sibling prefixes ("resnet50") out.
+            job_name_prefix = f"{training_job.job_name_prefix}-"
             output_bucket = output_bucket or training_job.output_bucket
             output_prefix = training_job.output_prefix if output_prefix is None else output_prefix
             if profiler_bucket is None:
@@ -200,7 +201,8 @@ class RuleEvaluator(Construct):
         out = f"{output_prefix}/" if output_prefix else ""
         prof = f"{profiler_prefix}/" if profiler_prefix else ""
         self._reports_pattern = f"{out}{prefix}*/rule-output/*"
-        job_arn = stack.format_arn(service="sagemaker", resource="training-job", resource_name=f"{prefix.lower()}*")
+        job_arn = stack.format_arn(service="sagemaker", resource="training-job",
+                                   resource_name=f"{prefix if cdk.Token.is_unresolved(prefix) else prefix.lower()}*")
         role.add_to_policy(iam.PolicyStatement(actions=["sagemaker:DescribeTrainingJob"], resources=[job_arn]))
         role.add_to_policy(iam.PolicyStatement(actions=["sagemaker:ListTrainingJobs", "cloudwatch:GetMetricData"],
                                                resources=["*"]))
