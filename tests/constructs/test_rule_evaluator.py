@@ -196,3 +196,14 @@ def test_custom_rules_are_refused():
     job = _job(stack, rule_set=ProfilerRuleSet(stack, "Rules", rules=[custom]))
     with pytest.raises(ConfigurationError, match="not a built-in profiler rule"):
         RuleEvaluator(stack, "Evaluator", training_job=job)
+
+
+def test_a_custom_event_bus_warns_that_rule_alarm_will_not_hear_it():
+    from aws_cdk import aws_events as events
+    from aws_cdk.assertions import Annotations, Match
+
+    stack = cdk.Stack(cdk.App(), "Stack", env=cdk.Environment(region="us-east-1"))
+    bus = events.EventBus(stack, "Bus")
+    RuleEvaluator(stack, "Evaluator", job_name_prefix="team-a-", output_bucket=s3.Bucket(stack, "Out"), event_bus=bus)
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("RuleAlarm listens on the default"))
+    assert len(warnings) == 1

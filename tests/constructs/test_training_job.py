@@ -7,6 +7,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
@@ -307,9 +308,12 @@ class TestMetrics:
     def test_metric_for_the_prefix_is_a_search_expression(self):
         stack = make_stack("us-east-1")
         job = contract(stack)
-        expression = job.metric_cpu_utilization().expression
+        search = job.metric_cpu_utilization()
+        assert isinstance(search, cloudwatch.SearchExpression)
+        expression = search.expression
         assert expression.startswith("SEARCH('{/aws/sagemaker/TrainingJobs,Host} MetricName=\"CPUUtilization\"")
-        assert 'Host="resnet-"' in expression
+        # unquoted: a partial match on the Host values "<prefix>-<suffix>/algo-<n>" (quoted would be an exact match)
+        assert " Host=resnet'" in expression and 'Host="' not in expression
         for name in ("metric_gpu_memory_utilization", "metric_memory_utilization", "metric_disk_utilization"):
             assert getattr(job, name)(job_name="resnet-x").namespace == "/aws/sagemaker/TrainingJobs"
 

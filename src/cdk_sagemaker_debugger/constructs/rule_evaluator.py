@@ -151,6 +151,13 @@ class RuleEvaluator(Construct):
         self.output_bucket = output_bucket
         self.profiler_bucket = profiler_bucket
         self.event_bus: events.IEventBus = event_bus or events.EventBus.from_event_bus_name(self, "Bus", "default")
+        if event_bus is not None:
+            cdk.Annotations.of(self).add_warning_v2(
+                "cdk-sagemaker-debugger:evaluatorCustomEventBus",
+                "The evaluator publishes its status changes to a custom event bus; RuleAlarm listens on the default "
+                "bus and will not see them. Route them with an EventBridge rule on that bus (on_status_change), or "
+                "leave event_bus unset.",
+            )
 
         runtime = runtime_function(
             self,

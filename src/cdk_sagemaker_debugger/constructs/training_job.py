@@ -489,12 +489,14 @@ class ProfiledTrainingJob(Construct):
                 period=period,
                 label=label,
             )
+        # An unquoted value is a partial (token) match in CloudWatch search; a quoted one would have to equal the whole
+        # Host value "<job>/algo-<n>" and would match nothing.
         search = (
             f"SEARCH('{{{_TRAINING_NAMESPACE},Host}} MetricName=\"{metric_name}\" "
-            f"Host=\"{self.job_name_prefix}-\"', '{statistic}', {int(period.to_seconds())})"
+            f"Host={self.job_name_prefix}', '{statistic}', {int(period.to_seconds())})"
         )
-        return cloudwatch.MathExpression(expression=search, label=label or f"{metric_name} {self.job_name_prefix}-*",
-                                         period=period, using_metrics={})
+        return cloudwatch.SearchExpression(expression=search, label=label or f"{metric_name} {self.job_name_prefix}-*",
+                                           period=period)
 
     def metric_gpu_utilization(self, **options: Any) -> cloudwatch.IMetric:
         """GPU utilization in percent, summed over the host's GPUs (0-100 x GPUs)."""

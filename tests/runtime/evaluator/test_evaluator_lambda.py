@@ -195,6 +195,37 @@ def test_a_run_that_loses_the_race_commits_nothing(aws, tmp_path):
     outcome = lh.handler({"TrainingJobName": JOB}, None, clients=racing, settings=SETTINGS)
     assert outcome["jobs"][0]["result"] == "conflict"
     assert load_state(aws["s3"]) == {"final": True}  # the winner's state stands
+    # ... and the loser left no side effect: no event, no report over the winner's
+    assert received(aws) == []
+    assert aws["s3"].list_objects_v2(Bucket=BUCKET, Prefix=REPORTS).get("KeyCount", 0) == 0
+
+
+def test_a_crash_after_the_commit_is_made_good_by_the_next_run(aws, tmp_path):
+    """State is committed with what it owes (outbox); a crash before delivery loses no event and no report."""
+    root = write_job(tmp_path / "po", small_spec(minutes=4, gpu_util=constant(40.0)))
+    upload_tree(aws["s3"], root)
+    sm, stub = sagemaker_stub(describe("Completed"), describe("Completed"), describe("Completed"))
+
+    class CrashingEvents:
+        def put_events(self, **kwargs: Any) -> Any:
+            raise ConnectionError("the Lambda died while publishing")
+
+    crashing = lh.Clients(s3=aws["s3"], events=CrashingEvents(), sagemaker=sm)
+    with pytest.raises(ConnectionError):
+        lh.evaluate_job(JOB, SETTINGS, crashing, deadline=float("inf"))
+    state = load_state(aws["s3"])
+    assert state["final"] is True and [s["RuleEvaluationStatus"] for s in state["outbox"]] == ["IssuesFound"]
+    assert received(aws) == []
+
+    retry = lh.evaluate_job(JOB, SETTINGS, clients_for(aws, sm), deadline=float("inf"))
+    assert retry["result"] == "final" and retry["published"] == 1
+    [event] = received(aws)
+    assert event["detail"]["ProfilerRuleEvaluationStatuses"][0]["RuleEvaluationStatus"] == "IssuesFound"
+    assert aws["s3"].list_objects_v2(Bucket=BUCKET, Prefix=REPORTS)["KeyCount"] > 0
+    assert load_state(aws["s3"])["outbox"] == []
+    assert lh.evaluate_job(JOB, SETTINGS, clients_for(aws, sm), deadline=float("inf"))["result"] == "already final"
+    assert received(aws) == []
+    stub.assert_no_pending_responses()
 
 
 def test_cloudwatch_source_when_the_profiler_is_off(aws):
@@ -280,3 +311,16 @@ def test_a_run_out_of_time_commits_its_progress_and_asks_for_a_continuation(aws,
     assert [e["detail"] for e in continuation] == [{"TrainingJobName": JOB}]
     second = lh.evaluate_job(JOB, SETTINGS, clients, deadline=float("inf"))
     assert second["result"] == "final" and second["windows"] == 3
+
+
+def test_an_ended_job_without_profiler_data_is_final_and_not_applicable(aws):
+    """SOURCE=PROFILER on a job that never wrote profiler output: verdicts say why, instead of InProgress forever."""
+    sm, stub = sagemaker_stub(describe("Completed"))
+    settings = lh.Settings(job_name_prefix="exp-", read_workers=2, source="PROFILER")
+    outcome = lh.evaluate_job(JOB, settings, clients_for(aws, sm), deadline=float("inf"))
+    assert outcome["result"] == "final"
+    [event] = received(aws)
+    [status] = event["detail"]["ProfilerRuleEvaluationStatuses"]
+    assert status["RuleEvaluationStatus"] == "NoIssuesFound"
+    assert status["StatusDetails"].startswith("NotApplicable:")
+    stub.assert_no_pending_responses()

@@ -1,6 +1,10 @@
 """Property-based tests: whatever order, duplication, staleness, crashes, throttling and races the events come with,
 every (job, rule, status) transition is notified exactly once, stopped at most once, and never stopped outside the
-prefix."""
+prefix.
+
+The crash points are before each AWS call and after StopTrainingJob. A crash between SNS accepting a message and the
+ledger recording it is the one documented exception (docs/rule-alarm.md, "Exactly once"): the successor sends that
+message again, by design, rather than risk losing it; it is deliberately not among the generated crash points."""
 
 from __future__ import annotations
 

@@ -172,7 +172,8 @@ def run_profiler(run: JobRun, store: S3Store, terminal: bool, deadline: float, s
     state["framework_cursor"] = fw_cursor.to_state()
     run.windows = outcome.windows
     run.complete = outcome.complete
-    run.final = ended and outcome.complete and run.evaluator.origin_us is not None
+    # A job that ended without writing any profiler data is final too: its rules say "not applicable".
+    run.final = ended and outcome.complete and (run.evaluator.origin_us is not None or terminal)
 
 
 def run_cloudwatch(run: JobRun, description: dict[str, Any], clients: Clients, terminal: bool, now: float) -> None:
@@ -242,7 +243,8 @@ def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float
     base = f"{prefix.strip('/')}/{job}/rule-output".lstrip("/")
     state_store = S3StateStore(clients.s3, bucket, f"{base}/{STATE_FILE}")
     state, etag = state_store.load()
-    if state and state.get("final"):
+    pending = bool(state and (state.get("outbox") or state.get("reports_due")))
+    if state and state.get("final") and not pending:
         return {"job": job, "result": "already final"}
     store = profiler_store(description, clients.s3)
     if state:
@@ -255,19 +257,18 @@ def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float
         evaluator = new_evaluator(configs_for(description, settings), source)
         state = {"version": 1, "job": job, "source": source, "published": {}}
     run = JobRun(job, evaluator, state)
-    if source == "PROFILER":
+    if state.get("final"):
+        run.final = True  # only the side effects of the last committed run are left to do
+    elif source == "PROFILER":
         if store is None:
             raise ValueError(f"{job}: SOURCE=PROFILER but the job has no ProfilerConfig.S3OutputPath")
         run_profiler(run, store, terminal, deadline, settings)
-        source_label = store.describe()
     else:
         run_cloudwatch(run, description, clients, terminal, now)
-        source_label = f"CloudWatch {cloudwatch.NAMESPACE} (Host={job}/algo-*)"
+    source_label = (store.describe() if source == "PROFILER" and store is not None
+                    else f"CloudWatch {cloudwatch.NAMESPACE} (Host={job}/algo-*)")
 
     results = evaluator.results(final=run.final)
-    if run.windows or run.final or etag is None:
-        write_reports(clients.s3, bucket, base, results, evaluator, job, source_label)
-        emit_emf(emf_lines(job, results, settings.namespace))
     # Deterministic time of the data the statuses rest on, so a retried run repeats the same event.
     data_time = (evaluator.origin_us or 0) / 1e6 + evaluator.windows_evaluated * evaluator.scan_us / 1e6
     published: dict[str, str] = state.setdefault("published", {})
@@ -276,20 +277,32 @@ def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float
         if published.get(result.configuration_name) != result.status:
             changed.append(result.to_status(last_modified=_iso(data_time)))
             published[result.configuration_name] = result.status
-    if changed:
-        put_events(clients.events,
-                   [status_change_event(job, description["TrainingJobArn"], changed, settings.event_bus)])
-    state["evaluator"] = evaluator.to_state()
-    state["final"] = run.final
+    # Outbox: the events and reports this state owes are committed with it, then delivered. A run that loses the race
+    # to a concurrent one therefore leaves no side effect behind, and a crash after the commit is made good by the next
+    # run (events at least once, identical when repeated).
+    outbox: list[dict[str, Any]] = [*state.get("outbox", []), *changed]
+    reports_due = bool(run.windows or run.final or etag is None or state.get("reports_due"))
+    state.update(evaluator=evaluator.to_state(), final=run.final, outbox=outbox, reports_due=reports_due)
     try:
-        state_store.save(state, etag)
+        etag = state_store.save(state, etag)
     except ConcurrentUpdateError as exc:
         LOG.warning("%s: %s; the other run's state stands", job, exc)
         return {"job": job, "result": "conflict"}
+    if reports_due:
+        write_reports(clients.s3, bucket, base, results, evaluator, job, source_label)
+        emit_emf(emf_lines(job, results, settings.namespace))
+    if outbox:
+        put_events(clients.events, [status_change_event(job, description["TrainingJobArn"], outbox, settings.event_bus)])
+    if outbox or reports_due:
+        state.update(outbox=[], reports_due=False)
+        try:
+            state_store.save(state, etag)
+        except ConcurrentUpdateError as exc:  # a newer run took over; it delivers what it still finds owed
+            LOG.warning("%s: %s after delivering; the newer run's state stands", job, exc)
     if not run.complete:
         put_events(clients.events, [continuation_event(job, settings.event_bus)])
     return {"job": job, "result": "final" if run.final else "in progress", "windows": run.windows,
-            "statuses": {r.configuration_name: r.status for r in results}, "published": len(changed)}
+            "statuses": {r.configuration_name: r.status for r in results}, "published": len(outbox)}
 
 
 def handler(event: dict[str, Any], context: Any, *, clients: Clients | None = None,
