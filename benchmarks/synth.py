@@ -3,7 +3,7 @@
 
 Prints seconds per job for 1, 10 and 50 jobs in one stack, and the ratio construct/baseline, both measured in this
 process (best of --repeat runs, after a warm-up that pays jsii's start and the template validator's first load).
-Usage: python benchmarks/synth.py [--repeat 3] [--counts 1,10,50]
+Usage: python benchmarks/synth.py [--repeat 5] [--counts 1,10,50]
 """
 
 from __future__ import annotations
@@ -172,7 +172,7 @@ def resource_types(template: dict) -> collections.Counter:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--counts", default="1,10,50")
     args = parser.parse_args()
     counts = [int(c) for c in args.counts.split(",")]
