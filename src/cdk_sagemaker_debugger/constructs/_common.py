@@ -171,11 +171,6 @@ def acknowledge(scope: Construct, findings: dict[str, str]) -> None:
         )
 
 
-def nag_reference(scope: IConstruct, value: str) -> str:
-    """How cdk-nag spells a (possibly tokenized) resource string in a finding id: ``arn:<AWS::Partition>:...<X.Arn>``."""
-    return _flatten(cdk.Stack.of(scope).resolve(value))
-
-
 def _flatten(value: object) -> str:
     if isinstance(value, str):
         return value
