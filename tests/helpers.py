@@ -9,8 +9,6 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = Path(__file__).parent / "data"
-#: The project's shared reference material and fixtures (laid beside the clone, also in CI).
-SHARED = ROOT.parent / "shared"
 
 _ASSET_HASH = re.compile(r"[0-9a-f]{64}")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -11,10 +10,8 @@ from cdk_sagemaker_debugger.runtime.evaluator.engine import Evaluator, RuleConfi
 from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import JobSpec, write_job
 
-SHARED = Path(__file__).resolve().parents[3].parent / "shared"
-if not SHARED.exists():  # shared/ is laid beside the clone; elsewhere say where it is
-    SHARED = Path(os.environ.get("CDK_SAGEMAKER_DEBUGGER_SHARED", SHARED))
-FIXTURES = SHARED / "fixtures"
+#: Real profiler files and deployed reports, copied into the repository with their sources (tests/fixtures/README.md).
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 def small_spec(**overrides: Any) -> JobSpec:

@@ -23,7 +23,6 @@ from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
 
 RAW = FIXTURES / "smdebug_test_resources"
 DEPLOYED = FIXTURES / "deployed_profiler_reports"
-pytestmark = pytest.mark.skipif(not FIXTURES.exists(), reason=f"shared fixtures not found at {FIXTURES}")
 
 
 def test_real_system_file_parses_into_32_cpu_records():
