@@ -324,3 +324,55 @@ def test_an_ended_job_without_profiler_data_is_final_and_not_applicable(aws):
     assert status["RuleEvaluationStatus"] == "NoIssuesFound"
     assert status["StatusDetails"].startswith("NotApplicable:")
     stub.assert_no_pending_responses()
+
+
+def sampler_job(status: str = "InProgress", *, transitions: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A RuleEngine.EVALUATOR job: no Debugger member in its description."""
+    response = describe(status, transitions=transitions)
+    del response["ProfilerConfig"]
+    return response
+
+
+SAMPLER_SETTINGS = lh.Settings(job_name_prefix="exp-", read_workers=2, profiler_s3_uri=f"s3://{BUCKET}/profiler")
+
+
+def test_a_job_without_profiler_config_is_read_from_the_configured_sampler_location(aws, tmp_path):
+    root = write_job(tmp_path / "po", small_spec(minutes=3))
+    upload_tree(aws["s3"], root)  # to s3://BUCKET/profiler/<job>/profiler-output/, where the sampler writes
+    sm, stub = sagemaker_stub(sampler_job("Completed"))
+    outcome = lh.evaluate_job(JOB, SAMPLER_SETTINGS, clients_for(aws, sm), deadline=float("inf"))
+    assert outcome["result"] == "final" and outcome["windows"] == 3
+    assert load_state(aws["s3"])["source"] == "PROFILER"
+    stub.assert_no_pending_responses()
+
+
+def test_settings_read_the_profiler_location_from_the_environment():
+    settings = lh.Settings.from_env({"JOB_NAME_PREFIX": "exp-", "PROFILER_S3_URI": "s3://b/training"})
+    assert settings.profiler_s3_uri == "s3://b/training"
+    assert lh.Settings.from_env({"JOB_NAME_PREFIX": "exp-"}).profiler_s3_uri == ""
+
+
+def test_auto_waits_for_the_sampler_until_five_minutes_into_the_training_status(aws):
+    created = datetime(2025, 11, 29, 7, 0, tzinfo=timezone.utc)
+    store = lh.profiler_store(sampler_job(), aws["s3"], SAMPLER_SETTINGS.profiler_s3_uri)
+    assert store is not None
+    starting = [{"Status": "Starting", "StartTime": created}, {"Status": "Downloading", "StartTime": created}]
+    an_hour_later = (created + timedelta(hours=1)).timestamp()
+    # Still downloading a large data set an hour after creation: the container has not run, so keep waiting.
+    assert lh.choose_source(SAMPLER_SETTINGS, sampler_job(transitions=starting), store, an_hour_later) is None
+    training = [*starting, {"Status": "Training", "StartTime": created + timedelta(minutes=50)}]
+    described = sampler_job(transitions=training)
+    assert lh.choose_source(SAMPLER_SETTINGS, described, store, an_hour_later) == "CLOUDWATCH"  # 10 minutes in
+    four_minutes_in = (created + timedelta(minutes=54)).timestamp()
+    six_minutes_in = (created + timedelta(minutes=56)).timestamp()
+    assert lh.choose_source(SAMPLER_SETTINGS, described, store, four_minutes_in) is None
+    assert lh.choose_source(SAMPLER_SETTINGS, described, store, six_minutes_in) == "CLOUDWATCH"
+    assert lh.choose_source(SAMPLER_SETTINGS, sampler_job("Failed", transitions=starting), store,
+                            an_hour_later) == "CLOUDWATCH"
+
+
+def test_auto_takes_the_sampler_files_as_soon_as_they_arrive(aws, tmp_path):
+    root = write_job(tmp_path / "po", small_spec(minutes=1))
+    upload_tree(aws["s3"], root)
+    store = lh.profiler_store(sampler_job(), aws["s3"], SAMPLER_SETTINGS.profiler_s3_uri)
+    assert lh.choose_source(SAMPLER_SETTINGS, sampler_job(), store, 0.0) == "PROFILER"

@@ -43,7 +43,9 @@ SOURCES = ("AUTO", "PROFILER", "CLOUDWATCH")
 REPORT_FOLDER = "evaluator-output"
 PROFILER_SECONDS_PER_SAMPLE = 0.5  # the profiler's default interval: counts configured in samples keep their duration
 CLOUDWATCH_DELAY_S = 120  # CloudWatch minutes are complete about two minutes later
-AUTO_WAIT_FOR_PROFILER_S = 300  # how long AUTO waits for profiler output before falling back to CloudWatch
+# How long AUTO waits for profiler output before falling back to CloudWatch, counted from the job's "Training" secondary
+# status (the container runs from then on; the sampler's first upload comes about a minute after it starts).
+AUTO_WAIT_FOR_PROFILER_S = 300
 
 
 @dataclass
@@ -55,6 +57,9 @@ class Settings:
     namespace: str = "CdkSageMakerDebugger"
     safety_margin_s: float = 30.0
     read_workers: int = 4
+    #: Where the jobs' profiler files are (``<uri>/<job>/profiler-output/``) when a job has no ProfilerConfig: the
+    #: sampler's location, set by the construct. Empty: only a job's own ProfilerConfig counts.
+    profiler_s3_uri: str = ""
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -68,7 +73,8 @@ class Settings:
             raise ValueError(f"SOURCE={source!r}; expected one of {', '.join(SOURCES)}")
         return cls(prefix, rules, source, env.get("EVENT_BUS_NAME", "default"),
                    env.get("METRIC_NAMESPACE", "CdkSageMakerDebugger"),
-                   float(env.get("SAFETY_MARGIN_SECONDS", "30")), int(env.get("READ_WORKERS", "4")))
+                   float(env.get("SAFETY_MARGIN_SECONDS", "30")), int(env.get("READ_WORKERS", "4")),
+                   env.get("PROFILER_S3_URI", ""))
 
 
 class Clients:
@@ -126,10 +132,13 @@ def configs_for(description: dict[str, Any], settings: Settings) -> list[RuleCon
     return configs or [RuleConfig(PROFILER_REPORT, PROFILER_REPORT, {})]
 
 
-def profiler_store(description: dict[str, Any], s3: Any) -> S3Store | None:
+def profiler_store(description: dict[str, Any], s3: Any, default_uri: str = "") -> S3Store | None:
+    """Debugger's profiler location from the job's ProfilerConfig; else the configured (sampler) location; else None.
+    The configured location comes from the deployment, never from the job's own environment, which its creator wrote."""
     config = description.get("ProfilerConfig") or {}
-    uri = config.get("S3OutputPath")
-    if not uri or config.get("DisableProfiler"):
+    uri = config.get("S3OutputPath") if not config.get("DisableProfiler") else None
+    uri = uri or default_uri
+    if not uri:
         return None
     bucket, prefix = split_s3_uri(uri)
     return S3Store(bucket, f"{prefix.strip('/')}/{description['TrainingJobName']}/profiler-output".lstrip("/"), s3)
@@ -143,9 +152,20 @@ def choose_source(settings: Settings, description: dict[str, Any], store: S3Stor
         return "CLOUDWATCH"
     if next(store.list("system/"), None) is not None:
         return "PROFILER"
-    started = _epoch(description.get("TrainingStartTime")) or _epoch(description.get("CreationTime")) or now
-    if description.get("TrainingJobStatus") in TERMINAL or now - started > AUTO_WAIT_FOR_PROFILER_S:
+    if description.get("TrainingJobStatus") in TERMINAL:
         return "CLOUDWATCH"
+    training_since = training_started(description)
+    if training_since is not None and now - training_since > AUTO_WAIT_FOR_PROFILER_S:
+        return "CLOUDWATCH"
+    return None
+
+
+def training_started(description: dict[str, Any]) -> float | None:
+    """When the job's containers started running the training code: the start of its first ``Training`` secondary
+    status (None while it is still starting, downloading or waiting for spot capacity)."""
+    for transition in description.get("SecondaryStatusTransitions") or []:
+        if isinstance(transition, dict) and transition.get("Status") == "Training":
+            return _epoch(transition.get("StartTime"))
     return None
 
 
@@ -246,7 +266,7 @@ def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float
     pending = bool(state and (state.get("outbox") or state.get("reports_due")))
     if state and state.get("final") and not pending:
         return {"job": job, "result": "already final"}
-    store = profiler_store(description, clients.s3)
+    store = profiler_store(description, clients.s3, settings.profiler_s3_uri)
     if state:
         source = state["source"]
         evaluator = Evaluator.from_state(state["evaluator"])
@@ -261,7 +281,8 @@ def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float
         run.final = True  # only the side effects of the last committed run are left to do
     elif source == "PROFILER":
         if store is None:
-            raise ValueError(f"{job}: SOURCE=PROFILER but the job has no ProfilerConfig.S3OutputPath")
+            raise ValueError(f"{job}: SOURCE=PROFILER but neither the job's ProfilerConfig.S3OutputPath nor the "
+                             "evaluator's PROFILER_S3_URI says where its profiler files are")
         run_profiler(run, store, terminal, deadline, settings)
     else:
         run_cloudwatch(run, description, clients, terminal, now)
