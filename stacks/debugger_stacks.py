@@ -15,6 +15,7 @@ from cdk_sagemaker_debugger import (
     Distribution,
     Email,
     ProfiledTrainingJob,
+    RuleEngine,
     StopTraining,
     TensorBoardOutputConfig,
     debugger_rules,
@@ -36,6 +37,7 @@ class DebuggerRulesStack(cdk.Stack):
         super().__init__(scope, id, env=kwargs.pop("env", cdk.Environment(region="us-west-2")), **kwargs)
         self.job = ProfiledTrainingJob(self, "Job",
             job_name_prefix="bert-debug",
+            rule_engine=RuleEngine.DEBUGGER,  # debugger (tensor) rules and the hook need SageMaker Debugger
             training_image=PYTORCH_IMAGE_US_WEST_2,
             instance_type="ml.g5.12xlarge",
             instance_count=2,

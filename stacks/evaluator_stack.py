@@ -1,17 +1,18 @@
-"""Reference stack: a profiled training job whose profiler rules are evaluated by our own RuleEvaluator."""
+"""Reference stack: rules without Debugger, tuned: 100 ms sampling and a stricter rule beside ProfilerReport."""
 
 from __future__ import annotations
 
 import aws_cdk as cdk
 from constructs import Construct
 
-from cdk_sagemaker_debugger import MetricsSource, ProfiledTrainingJob, ProfilerRuleSet, RuleEvaluator, rules
+from cdk_sagemaker_debugger import ProfiledTrainingJob, ProfilerRuleSet, Sampler, rules
 
 PYTORCH_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 
 
 class EvaluatorStack(cdk.Stack):
-    """ProfilerReport with an override and a standalone LowGPUUtilization, evaluated every minute by a Lambda."""
+    """ProfilerReport with an override and a standalone LowGPUUtilization on a two-node job sampled every 100 ms; the
+    job creates the RuleEvaluator that evaluates them every minute (``job.evaluator``)."""
 
     def __init__(self, scope: Construct, id: str, **kwargs) -> None:
         super().__init__(scope, id, env=kwargs.pop("env", cdk.Environment(region="us-east-1")), **kwargs)
@@ -25,9 +26,6 @@ class EvaluatorStack(cdk.Stack):
             instance_type="ml.g5.12xlarge",
             instance_count=2,
             rule_set=self.rule_set,
+            sampler=Sampler(interval_millis=100),
         )
-        self.evaluator = RuleEvaluator(self, "Evaluator",
-            training_job=self.job,
-            rules=self.rule_set,
-            source=MetricsSource.AUTO,
-        )
+        self.evaluator = self.job.evaluator

@@ -12,6 +12,7 @@ from .evaluator_stack import EvaluatorStack
 from .training_stacks import (
     ContractStack,
     CustomRuleStack,
+    DebuggerContractStack,
     china_contract_stack,
     us_east_1_contract_stack,
 )
@@ -21,6 +22,7 @@ REFERENCE_STACKS: dict[str, Callable[[cdk.App], cdk.Stack]] = {
     "Training": lambda app: ContractStack(app, "Training"),
     "TrainingUsEast1": us_east_1_contract_stack,
     "TrainingChina": china_contract_stack,
+    "TrainingOnDebugger": lambda app: DebuggerContractStack(app, "TrainingOnDebugger"),
     "TrainingCustomRule": lambda app: CustomRuleStack(app, "TrainingCustomRule"),
     "TrainingDebugger": lambda app: DebuggerRulesStack(app, "TrainingDebugger"),
     "Evaluator": lambda app: EvaluatorStack(app, "Evaluator"),

@@ -1,4 +1,5 @@
-"""Reference stacks for ProfiledTrainingJob: the README contract (environment-agnostic, us-east-1, China) and a custom rule."""
+"""Reference stacks for ProfiledTrainingJob: the README quick start (environment-agnostic, us-east-1, China), the same
+job on SageMaker Debugger, and a custom rule (Debugger)."""
 
 from __future__ import annotations
 
@@ -7,14 +8,34 @@ from pathlib import Path
 import aws_cdk as cdk
 from constructs import Construct
 
-from cdk_sagemaker_debugger import ProfiledTrainingJob, ProfilerRuleSet, rules
+from cdk_sagemaker_debugger import Email, ProfiledTrainingJob, ProfilerRuleSet, RuleAlarm, RuleEngine, rules
 
 PYTORCH_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 CUSTOM_RULE_SOURCE = Path(__file__).parent / "assets" / "gpu_idle_rule.py"
 
 
 class ContractStack(cdk.Stack):
-    """The README quickstart, exactly: ProfilerReport, LowGPUUtilization and StepOutlier on one ml.g5.2xlarge."""
+    """The README quick start, exactly: rules evaluated by our own evaluator from the sampler's files, and e-mail when
+    a rule finds issues. Nothing in it needs SageMaker Debugger, so it deploys in a brand-new account."""
+
+    def __init__(self, scope: Construct, id: str, **kwargs) -> None:
+        super().__init__(scope, id, **kwargs)
+        self.rule_set = ProfilerRuleSet(self, "Rules", rules=[
+            rules.ProfilerReport(),
+            rules.LowGPUUtilization(threshold_p95=80),
+        ])
+        self.job = ProfiledTrainingJob(self, "Job",
+            job_name_prefix="resnet",
+            training_image=PYTORCH_IMAGE,
+            instance_type="ml.g5.2xlarge",
+            rule_set=self.rule_set,
+        )
+        self.alarm = RuleAlarm(self, "Alarm", training_job=self.job, actions=[Email("ml-team@example.com")])
+
+
+class DebuggerContractStack(cdk.Stack):
+    """The first release's quick start on SageMaker Debugger, for accounts that still have it: ProfilerConfig and
+    ProfilerRuleConfigurations exactly as the SageMaker Python SDK sends them."""
 
     def __init__(self, scope: Construct, id: str, **kwargs) -> None:
         super().__init__(scope, id, **kwargs)
@@ -29,6 +50,7 @@ class ContractStack(cdk.Stack):
             instance_type="ml.g5.2xlarge",
             instance_count=1,
             rule_set=self.rule_set,
+            rule_engine=RuleEngine.DEBUGGER,
         )
 
 
@@ -61,5 +83,6 @@ class CustomRuleStack(cdk.Stack):
             training_image=PYTORCH_IMAGE.replace("us-east-1", "eu-west-1"),
             instance_type="ml.g5.xlarge",
             rule_set=self.rule_set,
+            rule_engine=RuleEngine.DEBUGGER,  # a custom rule runs in Debugger's rule container
             max_runtime=cdk.Duration.hours(6),
         )

@@ -52,6 +52,7 @@ def template(synthesized: dict[str, Any]) -> Template:
 
 def _only(template: Template, resource_type: str, props: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     found = template.find_resources(resource_type, {"Properties": props} if props else None)
+    found = {k: v for k, v in found.items() if k.startswith("Alarm")}  # not the job's evaluator (Job/Evaluator)
     assert len(found) == 1, f"expected one {resource_type}, found {sorted(found)}"
     ((logical_id, resource),) = found.items()
     return logical_id, resource["Properties"]

@@ -15,7 +15,7 @@ from aws_cdk.assertions import Match, Template
 from helpers import scrub
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from cdk_sagemaker_debugger import MetricsSource, ProfiledTrainingJob, ProfilerRuleSet, RuleEvaluator, rules
+from cdk_sagemaker_debugger import MetricsSource, ProfiledTrainingJob, RuleEvaluator, rules
 from cdk_sagemaker_debugger.model.errors import ConfigurationError
 from stacks.evaluator_stack import EvaluatorStack
 
@@ -115,7 +115,7 @@ def test_permissions_are_scoped_to_the_job_prefix(template: Template):
 def test_cdk_nag_is_clean_with_specific_reasons(synthesized: dict[str, Any]):
     (aws_solutions,) = [r for r in synthesized["report"]["pluginReports"] if r["pluginName"] == "AwsSolutions"]
     assert aws_solutions["violations"] == []
-    ours = [v for v in aws_solutions.get("suppressedViolations", []) if "Evaluator/Evaluator" in json.dumps(v)]
+    ours = [v for v in aws_solutions.get("suppressedViolations", []) if "Evaluator/Job/Evaluator/" in json.dumps(v)]
     assert {v["ruleName"].split("[")[0] for v in ours} == {"AwsSolutions-IAM5"}
     assert all(len(v["reason"]) > 60 for v in ours)
 
@@ -193,9 +193,9 @@ def test_custom_rules_are_refused():
     stack = cdk.Stack(app, "S", env=cdk.Environment(region="eu-west-1"))
     custom = rules.ProfilerRule.custom(name="Mine", rule_to_invoke="MyRule", image_uri="123.dkr.ecr.eu-west-1.amazonaws.com/r:1",
                                        instance_type="ml.m5.xlarge", volume_size_in_gb=30)
-    job = _job(stack, rule_set=ProfilerRuleSet(stack, "Rules", rules=[custom]))
-    with pytest.raises(ConfigurationError, match="not a built-in profiler rule"):
-        RuleEvaluator(stack, "Evaluator", training_job=job)
+    job = _job(stack)
+    with pytest.raises(ConfigurationError, match="not a built-in profiler rule.*RuleEngine.DEBUGGER"):
+        RuleEvaluator(stack, "Evaluator", training_job=job, rules=[custom])
 
 
 def test_a_custom_event_bus_warns_that_rule_alarm_will_not_hear_it():

@@ -1,4 +1,5 @@
-"""ProfiledTrainingJob and ProfilerRuleSet: fine-grained template assertions per behaviour, and bad-input messages."""
+"""ProfiledTrainingJob and ProfilerRuleSet on SageMaker Debugger (RuleEngine.DEBUGGER): fine-grained template assertions
+per behaviour, and bad-input messages. The default engine is tested in test_training_job_evaluator.py."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from cdk_sagemaker_debugger import (
     ProfiledTrainingJob,
     ProfilerConfig,
     ProfilerRuleSet,
+    RuleEngine,
     rules,
 )
 from cdk_sagemaker_debugger.model.errors import ConfigurationError, ConfigurationTypeError, UnsupportedRegionError
@@ -40,7 +42,7 @@ def contract(stack: cdk.Stack, **job_kwargs: Any) -> ProfiledTrainingJob:
         rules.StepOutlier(stddev=5),
     ])
     kwargs = dict(job_name_prefix="resnet", training_image=IMAGE, instance_type="ml.g5.2xlarge", instance_count=1,
-                  rule_set=rule_set)
+                  rule_set=rule_set, rule_engine=RuleEngine.DEBUGGER)
     kwargs.update(job_kwargs)
     return ProfiledTrainingJob(stack, "Job", **kwargs)
 
@@ -248,7 +250,7 @@ class TestRequestOptions:
 
     def test_algorithm_name_instead_of_image(self):
         stack = make_stack("us-east-1")
-        ProfiledTrainingJob(stack, "Job", job_name_prefix="algo", algorithm_name="my-algorithm")
+        ProfiledTrainingJob(stack, "Job", rule_engine=RuleEngine.DEBUGGER, job_name_prefix="algo", algorithm_name="my-algorithm")
         params = task_parameters(stack)
         assert params["AlgorithmSpecification"] == {"AlgorithmName": "my-algorithm", "TrainingInputMode": "File"}
         assert "ProfilerRuleConfigurations" not in params
@@ -256,14 +258,14 @@ class TestRequestOptions:
 
     def test_disabled_profiler_without_rules(self):
         stack = make_stack("us-east-1")
-        ProfiledTrainingJob(stack, "Job", job_name_prefix="plain", training_image=IMAGE,
+        ProfiledTrainingJob(stack, "Job", rule_engine=RuleEngine.DEBUGGER, job_name_prefix="plain", training_image=IMAGE,
                             profiler=ProfilerConfig(disable_profiler=True))
         assert task_parameters(stack)["ProfilerConfig"] == {"DisableProfiler": True}
 
     def test_rules_added_after_the_job_are_rendered(self):
         stack = make_stack("us-east-1")
         rule_set = ProfilerRuleSet(stack, "Rules")
-        ProfiledTrainingJob(stack, "Job", job_name_prefix="late", training_image=IMAGE, rule_set=rule_set)
+        ProfiledTrainingJob(stack, "Job", rule_engine=RuleEngine.DEBUGGER, job_name_prefix="late", training_image=IMAGE, rule_set=rule_set)
         rule_set.add_rule(rules.BatchSize())
         assert [r["RuleConfigurationName"] for r in task_parameters(stack)["ProfilerRuleConfigurations"]] == ["BatchSize"]
 
@@ -359,27 +361,36 @@ class TestBadInput:
         with pytest.raises(ConfigurationTypeError, match=r"expected a profiler rule from cdk_sagemaker_debugger.rules, got str"):
             ProfilerRuleSet(stack, "Rules", rules=["BatchSize"])  # type: ignore[list-item]
 
+    def debugger_job(self, stack: cdk.Stack, rule_set: ProfilerRuleSet) -> ProfiledTrainingJob:
+        return ProfiledTrainingJob(stack, "Job", rule_engine=RuleEngine.DEBUGGER, job_name_prefix="j",
+                                   training_image=IMAGE, rule_set=rule_set)
+
     def test_region_without_image_fails_with_the_supported_list(self):
         stack = make_stack("il-central-1")
+        rule_set = ProfilerRuleSet(stack, "Rules", rules=[rules.BatchSize()])  # the default engine needs no image
         with pytest.raises(UnsupportedRegionError, match=r"Training/Rules: region: no built-in rule image .* Supported regions: af-south-1"):
-            ProfilerRuleSet(stack, "Rules", rules=[rules.BatchSize()])
+            self.debugger_job(stack, rule_set)
 
     def test_region_without_debugger_fails_with_the_explanation(self):
         stack = make_stack("eu-central-2")
+        rule_set = ProfilerRuleSet(stack, "Rules", rules=[rules.LowGPUUtilization()])
         with pytest.raises(UnsupportedRegionError, match=r"SageMaker Debugger and the profiler are not available in region 'eu-central-2'"):
-            ProfilerRuleSet(stack, "Rules", rules=[rules.LowGPUUtilization()])
+            self.debugger_job(stack, rule_set)
 
     def test_custom_rule_without_custom_image_in_region(self):
         stack = make_stack("ap-northeast-3")
         custom = rules.ProfilerRule.custom(name="C", rule_to_invoke="R", source="s3://b/r.py",
                                            instance_type="ml.m5.xlarge", volume_size_in_gb=30)
+        rule_set = ProfilerRuleSet(stack, "Rules")
+        self.debugger_job(stack, rule_set)
         with pytest.raises(UnsupportedRegionError, match=r"no custom rule image is published for region 'ap-northeast-3'"):
-            ProfilerRuleSet(stack, "Rules", rules=[custom])
+            rule_set.add_rule(custom)
+        assert rule_set.rules == ()  # the rule that cannot run was not added
 
     def test_disabling_the_profiler_after_adding_rules_later_fails_synth(self):
         stack = make_stack("us-east-1")
         rule_set = ProfilerRuleSet(stack, "Rules")
-        ProfiledTrainingJob(stack, "Job", job_name_prefix="late", training_image=IMAGE, rule_set=rule_set,
+        ProfiledTrainingJob(stack, "Job", rule_engine=RuleEngine.DEBUGGER, job_name_prefix="late", training_image=IMAGE, rule_set=rule_set,
                             profiler=ProfilerConfig(disable_profiler=True))
         rule_set.add_rule(rules.BatchSize())
         with pytest.raises(RuntimeError, match=r"profiler rules \['BatchSize'\] need the profiler"):
@@ -395,7 +406,7 @@ class TestBadInput:
 def test_rules_added_after_the_job_get_their_permissions():
     stack = make_stack("us-east-1")
     rule_set = ProfilerRuleSet(stack, "Rules")
-    ProfiledTrainingJob(stack, "Job", job_name_prefix="late", training_image=IMAGE, rule_set=rule_set)
+    ProfiledTrainingJob(stack, "Job", rule_engine=RuleEngine.DEBUGGER, job_name_prefix="late", training_image=IMAGE, rule_set=rule_set)
     rule_set.add_rule(rules.ProfilerRule.custom(name="Own", rule_to_invoke="R", source="s3://b/r.py",
                                                 instance_type="ml.m5.xlarge", volume_size_in_gb=10))
     policies = json.dumps(Template.from_stack(stack).find_resources("AWS::IAM::Policy"))

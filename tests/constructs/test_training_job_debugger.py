@@ -23,6 +23,7 @@ from cdk_sagemaker_debugger import (
     ProfiledTrainingJob,
     ProfilerConfig,
     ProfilerRuleSet,
+    RuleEngine,
     StopTraining,
     TensorBoardOutputConfig,
     debugger_rules,
@@ -49,7 +50,8 @@ def make_stack(region: str | None = "us-west-2") -> cdk.Stack:
 
 
 def job(stack: cdk.Stack, **kwargs: Any) -> ProfiledTrainingJob:
-    props: dict[str, Any] = {"job_name_prefix": "bert", "training_image": PYTORCH, "instance_type": "ml.g5.xlarge"}
+    props: dict[str, Any] = {"job_name_prefix": "bert", "training_image": PYTORCH, "instance_type": "ml.g5.xlarge",
+                             "rule_engine": RuleEngine.DEBUGGER}
     props.update(kwargs)
     return ProfiledTrainingJob(stack, "Job", **props)
 

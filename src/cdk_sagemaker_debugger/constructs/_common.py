@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TypeVar
 
 import aws_cdk as cdk
+import jsii
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_lambda as lambda_
 from aws_cdk import aws_logs as logs
@@ -266,3 +267,17 @@ def runtime_function(
         environment=environment,
     )
     return RuntimeFunction(function, role, log_group, dead_letter_queue)
+
+
+@jsii.implements(cdk.IStableStringProducer)
+class _StringProducer:
+    def __init__(self, function: Callable[[], str]) -> None:
+        self._function = function
+
+    def produce(self) -> str:
+        return self._function()
+
+
+def lazy_string(function: Callable[[], str]) -> str:
+    """A string computed when the template is rendered (after every ``add_rule``)."""
+    return cdk.Lazy.string(_StringProducer(function))

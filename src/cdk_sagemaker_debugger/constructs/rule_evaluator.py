@@ -20,7 +20,7 @@ from ..model.errors import ConfigurationError, ConfigurationTypeError
 from ..model.parameters import is_token
 from ..model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
 from ..model.profiler_rules import ProfilerReport, ProfilerRule
-from ._common import acknowledge_wildcards, runtime_function
+from ._common import LazyPath, acknowledge_wildcards, lazy_string, runtime_function
 from .rule_set import ProfilerRuleSet
 from .training_job import ProfiledTrainingJob
 
@@ -55,7 +55,8 @@ def _configs(rules: Sequence[ProfilerRule], where: str) -> list[dict[str, Any]]:
         if rule.rule_to_invoke != PROFILER_REPORT and rule.rule_to_invoke not in PROFILER_RULE_SPECS:
             raise ConfigurationError(
                 f"rule {rule.name!r} runs {rule.rule_to_invoke!r}, which is not a built-in profiler rule; the evaluator "
-                "implements the built-in rules only. Leave custom rules to SageMaker or pass rules= without them.",
+                "implements the built-in rules only. Run custom rules on Debugger (rule_engine=RuleEngine.DEBUGGER) "
+                "or pass rules= without them.",
                 where=where, field="rules", value=rule.name)
         configs.append({"configuration_name": rule.name, "rule_to_invoke": rule.rule_to_invoke,
                         "parameters": {k: v for k, v in rule.parameters.items()}})
@@ -135,21 +136,21 @@ class RuleEvaluator(Construct):
                                      field="memory_size", value=memory_size)
 
         if rules is None and training_job is not None and training_job.rule_set is not None:
-            rule_list: Sequence[ProfilerRule] = training_job.rule_set.rules
-        elif isinstance(rules, ProfilerRuleSet):
-            rule_list = rules.rules
-        elif rules is None:
-            rule_list = [ProfilerReport()]
-        else:
-            rule_list = list(rules)
-        #: The rules evaluated, as the function receives them.
-        self.rule_configurations: list[dict[str, Any]] = _configs(rule_list, where) or _configs([ProfilerReport()],
-                                                                                              where)
+            rules = training_job.rule_set
+        #: The rule set evaluated (its rules are read at synth, so rules added later are evaluated too), or None.
+        self.rule_set: ProfilerRuleSet | None = rules if isinstance(rules, ProfilerRuleSet) else None
+        self._rule_list: Sequence[ProfilerRule] = [ProfilerReport()] if rules is None else (
+            () if isinstance(rules, ProfilerRuleSet) else list(rules))
+        self._where = where
+        _configs(self._rule_list if self.rule_set is None else self.rule_set.rules, where)  # fail early on bad rules
         self.job_name_prefix: str = job_name_prefix
         self.source = source
         self.metric_namespace = metric_namespace
         self.output_bucket = output_bucket
         self.profiler_bucket = profiler_bucket
+        self.output_prefix = (output_prefix or "").strip("/")
+        #: Where the jobs' profiler files are, unless a job's own ProfilerConfig says otherwise (Debugger jobs).
+        self.profiler_s3_uri = f"s3://{profiler_bucket.bucket_name}/{(profiler_prefix or '').strip('/')}".rstrip("/")
         self.event_bus: events.IEventBus = event_bus or events.EventBus.from_event_bus_name(self, "Bus", "default")
         if event_bus is not None:
             cdk.Annotations.of(self).add_warning_v2(
@@ -168,8 +169,9 @@ class RuleEvaluator(Construct):
             role_description=f"Profiler rule evaluator for training jobs {job_name_prefix}*",
             environment={
                 "JOB_NAME_PREFIX": job_name_prefix,
-                "RULES": json.dumps(self.rule_configurations, default=str),
+                "RULES": lazy_string(lambda: json.dumps(self.rule_configurations, default=str)),
                 "SOURCE": source.value,
+                "PROFILER_S3_URI": self.profiler_s3_uri,
                 "EVENT_BUS_NAME": self.event_bus.event_bus_name,
                 "METRIC_NAMESPACE": metric_namespace,
             },
@@ -200,6 +202,30 @@ class RuleEvaluator(Construct):
                                              event_pattern=events.EventPattern(
                                                  source=[EVENT_SOURCE], detail_type=[CONTINUATION],
                                                  detail={"TrainingJobName": [{"prefix": job_name_prefix}]}))
+
+    @property
+    def rule_configurations(self) -> list[dict[str, Any]]:
+        """The rules evaluated, as the function receives them (ProfilerReport when there are none)."""
+        rules = self.rule_set.rules if self.rule_set is not None else self._rule_list
+        return _configs(rules, self._where) or _configs([ProfilerReport()], self._where)
+
+    def check_covers(self, training_job: ProfiledTrainingJob, *, where: str | LazyPath) -> None:
+        """Raise unless this evaluator watches ``training_job``'s runs and reads where they write (for a job that
+        shares it through ``evaluator=``)."""
+        job_prefix = f"{training_job.job_name_prefix}-"
+        problems = []
+        if not is_token(self.job_name_prefix) and not job_prefix.startswith(self.job_name_prefix):
+            problems.append(f"its job_name_prefix {self.job_name_prefix!r} does not match the job's runs "
+                            f"{job_prefix}*")
+        if training_job.output_bucket is not self.output_bucket:
+            problems.append("it reads another output bucket than the job's output_bucket")
+        elif self.output_prefix != training_job.output_prefix:
+            problems.append(f"it reads output_prefix {self.output_prefix!r}, the job writes {training_job.output_prefix!r}")
+        if problems:
+            raise ConfigurationError(
+                f"the evaluator {self.node.path} cannot evaluate this job: {'; '.join(problems)}. Create the evaluator "
+                "with a job_name_prefix shared by its jobs and their output_bucket/output_prefix.",
+                where=where, field="evaluator")
 
     def _grant_permissions(self, output_prefix: str, profiler_prefix: str) -> None:
         role = self.role

@@ -39,6 +39,7 @@ class ProfilerRuleSet(Construct):
         self._rules: list[ProfilerRule] = []
         self._assets: dict[str, s3_assets.Asset] = {}
         self._listeners: list[Callable[[ProfilerRule], None]] = []
+        self._needs_images = False
         for rule in rules or ():
             self.add_rule(rule)
 
@@ -52,7 +53,8 @@ class ProfilerRuleSet(Construct):
         return tuple(self._assets.values())
 
     def add_rule(self, rule: ProfilerRule) -> ProfilerRuleSet:
-        """Add a rule. Raises at once on a duplicate name, the 21st rule or a region without the rule's image."""
+        """Add a rule. Raises at once on a duplicate name, the 21st rule or, once a Debugger job uses the set, a region
+        without the rule's image."""
         path = _LazyPath(self)
         if not isinstance(rule, ProfilerRule):
             hint = " Debugger (tensor) rules go to ProfiledTrainingJob(debugger_rules=[...])." if hasattr(
@@ -80,13 +82,24 @@ class ProfilerRuleSet(Construct):
                 field="rules",
                 value=rule.name,
             )
-        located(self, lambda: rule_image(self._stack, custom=rule.is_custom and getattr(rule, "image_uri", None) is None))
+        if self._needs_images:
+            self._check_image(rule)
         self._rules.append(rule)
         if isinstance(rule, CustomProfilerRule) and rule.has_local_source:
             self._assets[rule.name] = s3_assets.Asset(self, f"Source{len(self._assets)}", path=rule.source)
         for listener in self._listeners:
             listener(rule)
         return self
+
+    def require_rule_images(self) -> None:
+        """Called by a job that runs these rules on SageMaker Debugger: each rule, now and later, needs Debugger's rule
+        image in the stack's region (RuleEngine.EVALUATOR needs none, so the check waits until a job asks for it)."""
+        self._needs_images = True
+        for rule in self._rules:
+            self._check_image(rule)
+
+    def _check_image(self, rule: ProfilerRule) -> None:
+        located(self, lambda: rule_image(self._stack, custom=rule.is_custom and getattr(rule, "image_uri", None) is None))
 
     def on_rule_added(self, listener: Callable[[ProfilerRule], None]) -> None:
         """Call ``listener`` for every rule in the set now and for each rule added later (the job grants its role

@@ -35,8 +35,10 @@ from ..model.errors import ConfigurationError, ConfigurationTypeError, Unsupport
 from ..model.frameworks import FrameworkInfo, parse_training_image
 from ..model.images import DEBUGGER_UNSUPPORTED_REGIONS
 from ..model.parameters import is_token
+from ..model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
 from ..model.profiler_config import ProfilerConfig, framework_profiling_deprecation
 from ..model.profiler_rules import ProfilerRule
+from ..model.rule_engine import RuleEngine
 from ..model.training_request import (
     TRAINING_INPUT_MODES,
     assemble_request,
@@ -46,6 +48,7 @@ from ..model.training_request import (
     example_job_name,
     normalize_string_map,
 )
+from ..runtime.sampler import contract as sampler_contract
 from ._common import (
     LazyPath,
     acknowledge_wildcards,
@@ -55,6 +58,7 @@ from ._common import (
     rule_image_repository_arn,
 )
 from .rule_set import ProfilerRuleSet
+from .sampler import Sampler
 
 __all__ = ["ProfiledTrainingJob", "InputChannel"]
 
@@ -72,6 +76,8 @@ _CONSTANTS = {
     "log_level": sfn.LogLevel.ALL,
 }
 _TRAINIUM = re.compile(r"^ml[._]trn\d")
+#: The sampler a job gets unless it says otherwise (compared by identity, so an explicit Sampler() is "asked for").
+DEFAULT_SAMPLER = Sampler()
 # Stands in for the S3 URI of a local rule source while a rule is checked, before its asset exists.
 _PENDING_SOURCE_URI = "s3://pending-upload/rule-source.py"
 
@@ -203,6 +209,9 @@ class ProfiledTrainingJob(Construct):
         tags: Mapping[str, str] | None = None,
         profiler: ProfilerConfig | None = None,
         rule_set: ProfilerRuleSet | None = None,
+        rule_engine: RuleEngine = RuleEngine.EVALUATOR,
+        sampler: Sampler | None = DEFAULT_SAMPLER,
+        evaluator: Any = None,
         debugger_rules: Sequence[Rule] | None = None,
         debug_hook: DebugHookConfig | bool | None = None,
         tensorboard: TensorBoardOutputConfig | None = None,
@@ -231,8 +240,15 @@ class ProfiledTrainingJob(Construct):
                 value=training_input_mode,
             )
         check_instance(instance_type, instance_count, volume_size_in_gb, where=where)
+        self.rule_engine: RuleEngine = self._check_rule_engine(rule_engine)
         if profiler is None:
             profiler = self._default_profiler(instance_type)
+        elif self.rule_engine is RuleEngine.EVALUATOR:
+            raise ConfigurationError(
+                "configures SageMaker Debugger's profiler, which RuleEngine.EVALUATOR (the default) does not use. "
+                "Set the sampling with sampler=Sampler(interval_millis=...), turn profiling off with sampler=None, or "
+                "pass rule_engine=RuleEngine.DEBUGGER in an account that still has Debugger.",
+                where=where, field="profiler", value=profiler)
         if not isinstance(profiler, ProfilerConfig):
             raise ConfigurationTypeError(
                 f"expected a ProfilerConfig, got {type(profiler).__name__}.", where=where, field="profiler", value=profiler
@@ -245,6 +261,8 @@ class ProfiledTrainingJob(Construct):
                 field="rule_set",
                 value=rule_set,
             )
+        if rule_set is not None and self.rule_engine is RuleEngine.DEBUGGER:
+            rule_set.require_rule_images()  # Debugger's rule containers must exist in this region
         if distribution is not None and not isinstance(distribution, Distribution):
             hint = " Convert the SageMaker SDK's dict with Distribution.from_sdk({...})." if isinstance(distribution, Mapping) else ""
             raise ConfigurationTypeError(
@@ -294,6 +312,8 @@ class ProfiledTrainingJob(Construct):
         self.tags = dict(tags or {})
         self.framework: FrameworkInfo | None = parse_training_image(training_image)
         self._check_profiler_features()
+        #: The sampler the job's containers run (RuleEngine.EVALUATOR), or None.
+        self.sampler: Sampler | None = self._choose_sampler(sampler)
 
         # -- output location ---------------------------------------------------------------------------------------
         if output_bucket is None:
@@ -321,8 +341,11 @@ class ProfiledTrainingJob(Construct):
         bucket_name = output_bucket.bucket_name
         self.output_s3_uri: str = f"s3://{bucket_name}/{self.output_prefix}" if self.output_prefix else f"s3://{bucket_name}"
         self._output_bucket_arn = f"arn:{self._partition}:s3:::{bucket_name}"
-        #: ProfilerConfig.S3OutputPath. Profiler data lands in ``<profiler_s3_uri>/<job>/profiler-output/``.
+        #: Where profiler data lands: ``<profiler_s3_uri>/<job>/profiler-output/`` (ProfilerConfig.S3OutputPath with
+        #: Debugger; the output location for the sampler).
         self.profiler_s3_uri: str = profiler.s3_output_path or self.output_s3_uri
+        #: The sampler bundle (an S3 asset, one per stack) delivered as an input channel, or None without a sampler.
+        self.sampler_bundle: s3_assets.Asset | None = self.sampler.bundle(self) if self.sampler is not None else None
         #: Rule outputs land in ``<rule_output_s3_uri>/<job>/rule-output/<RuleConfigurationName>/``.
         self.rule_output_s3_uri: str = self.output_s3_uri
 
@@ -354,6 +377,7 @@ class ProfiledTrainingJob(Construct):
             # CDK instead of two per statement.
             self._pending_statements = []
             self._grant_execution_permissions(vpc is not None)
+            self._grant_sampler_access()
             self._grant_debugger_rule_needs(self._debugger_rules, checked.permissions, with_actions=False)
             role = iam.Role(
                 self,
@@ -414,6 +438,9 @@ class ProfiledTrainingJob(Construct):
             comment=f"Starts a profiled SageMaker training job {job_name_prefix}-* per execution.",
         )
         _StackValidation.register(self)
+        #: The RuleEvaluator that evaluates this job's rules (RuleEngine.EVALUATOR with a rule set, or the one passed
+        #: as ``evaluator=``); None when Debugger evaluates them or there are no rules.
+        self.evaluator = self._attach_evaluator(evaluator)
         self._flush_findings()
 
         self.deploy_trigger: cr.AwsCustomResource | None = None
@@ -544,34 +571,47 @@ class ProfiledTrainingJob(Construct):
         vpc_config = None
         if self.vpc is not None:
             vpc_config = {"SecurityGroupIds": list(self._security_group_ids), "Subnets": list(self._subnet_ids)}
-        rules = self.rule_set.render() if self.rule_set is not None else []
-        debugger = self._render_debugger(self._debugger_rules).fragment
+        channels = [channel.to_request() for channel in self.inputs]
+        environment = self._environment
+        if self.rule_engine is RuleEngine.DEBUGGER:
+            debugger = {
+                **self._render_debugger(self._debugger_rules).fragment,
+                "ProfilerConfig": self.profiler.to_request(self.profiler_s3_uri),
+                "ProfilerRuleConfigurations": self.rule_set.render() if self.rule_set is not None else [],
+            }
+        else:
+            debugger = {}
+            if self.sampler is not None and self.sampler_bundle is not None:
+                channels.append(self.sampler.channel(self.sampler_bundle))
+                environment = dict(environment or {})
+                environment.update(self.sampler.environment(self.sampler_bundle, self.profiler_s3_uri, environment))
         return assemble_request(
             {
                 "TrainingJobName": job_name or example_job_name(self.job_name_prefix),
                 "AlgorithmSpecification": spec,
                 "RoleArn": self._role_arn,
-                "InputDataConfig": [channel.to_request() for channel in self.inputs],
+                "InputDataConfig": channels,
                 "OutputDataConfig": output,
                 "ResourceConfig": resource,
                 "VpcConfig": vpc_config,
                 "StoppingCondition": dict(self._stopping),
                 "HyperParameters": self._hyperparameters,
-                "Environment": self._environment,
+                "Environment": environment,
                 "Tags": [{"Key": k, "Value": v} for k, v in self.tags.items()],
                 "EnableNetworkIsolation": self.enable_network_isolation or None,
                 "EnableInterContainerTrafficEncryption": self.encrypt_inter_container_traffic or None,
                 "EnableManagedSpotTraining": self.use_spot_instances or None,
                 "CheckpointConfig": checkpoint,
                 **debugger,
-                "ProfilerConfig": self.profiler.to_request(self.profiler_s3_uri),
-                "ProfilerRuleConfigurations": rules,
             }
         )
 
     def _default_profiler(self, instance_type: str) -> ProfilerConfig:
         """System monitoring on, unless SageMaker cannot run it here (the SDK's behaviour): Debugger-less regions and
-        Trainium instances get the profiler switched off, with a note, instead of a request the API rejects."""
+        Trainium instances get the profiler switched off, with a note, instead of a request the API rejects. With
+        RuleEngine.EVALUATOR Debugger's profiler is off and never sent: the sampler takes its place."""
+        if self.rule_engine is RuleEngine.EVALUATOR:
+            return ProfilerConfig(disable_profiler=True)
         reason = None
         if self._region in DEBUGGER_UNSUPPORTED_REGIONS:
             reason = f"SageMaker has no Debugger or profiler in {self._region}"
@@ -593,7 +633,7 @@ class ProfiledTrainingJob(Construct):
     def validate_request(self) -> list[str]:
         """Every problem of the rendered request (empty when it is valid). Runs automatically at synth."""
         problems: list[str] = []
-        if self.profiler.disable_profiler and self.rule_set is not None and self.rule_set.rules:
+        if self.rule_engine is RuleEngine.DEBUGGER and self.profiler.disable_profiler and self.rule_set is not None and self.rule_set.rules:
             problems.append(
                 f"profiler rules {[r.name for r in self.rule_set.rules]} need the profiler, but "
                 "ProfilerConfig(disable_profiler=True) turns it off. Remove the rules or enable the profiler."
@@ -647,6 +687,8 @@ class ProfiledTrainingJob(Construct):
     def _check_debugger(self, rules: Sequence[Rule]) -> DebuggerRequest:
         """Render the Debugger members for ``rules`` and run the guard rails. Raises before anything changes; on
         success records the warnings as annotations."""
+        if self.rule_engine is RuleEngine.EVALUATOR:
+            self._refuse_debugger_features(rules)
         checked = self._render_debugger(rules)
         compatibility = self._check_compatibility(rules)
         for message in checked.warnings:
@@ -656,6 +698,8 @@ class ProfiledTrainingJob(Construct):
         return checked
 
     def _check_compatibility(self, rules: Sequence[Rule]) -> list[str]:
+        if self.rule_engine is RuleEngine.EVALUATOR:
+            return []  # Debugger's guard rails: the sampler runs with any distribution, instance and region
         profile = self.profiler.framework_profile
         features = DebuggerFeatures(
             system_monitoring=not self.profiler.disable_profiler,
@@ -684,6 +728,8 @@ class ProfiledTrainingJob(Construct):
             ) from None
 
     def _check_profiler_features(self) -> None:
+        if self.rule_engine is RuleEngine.EVALUATOR:
+            return
         if self.profiler.disable_profiler and self.rule_set is not None and self.rule_set.rules:
             raise ConfigurationError(
                 f"profiler rules {[r.name for r in self.rule_set.rules]} need the profiler, but "
@@ -695,6 +741,109 @@ class ProfiledTrainingJob(Construct):
             message = framework_profiling_deprecation(self.framework)
             if message:
                 cdk.Annotations.of(self).add_warning_v2(f"{_WARNING_PREFIX}:frameworkProfilingDeprecated", message)
+
+    # -- rule engine, sampler and evaluator ----------------------------------------------------------------------
+    def _check_rule_engine(self, rule_engine: Any) -> RuleEngine:
+        if not isinstance(rule_engine, RuleEngine):
+            raise ConfigurationTypeError(
+                f"expected RuleEngine.EVALUATOR or RuleEngine.DEBUGGER, got {rule_engine!r}.",
+                where=self._where, field="rule_engine", value=rule_engine)
+        return rule_engine
+
+    def _choose_sampler(self, sampler: Any) -> Sampler | None:
+        """The sampler the job runs: RuleEngine.EVALUATOR only, and only where its containers can start and upload it.
+        Where they cannot, the default sampler steps aside with a note; a sampler asked for explicitly is an error."""
+        asked = sampler is not DEFAULT_SAMPLER
+        if sampler is not None and not isinstance(sampler, Sampler):
+            raise ConfigurationTypeError(f"expected a Sampler such as Sampler(interval_millis=500) or None, got "
+                                         f"{type(sampler).__name__}.", where=self._where, field="sampler", value=sampler)
+        if sampler is None:
+            return None
+        if self.rule_engine is RuleEngine.DEBUGGER:
+            if asked:
+                raise ConfigurationError(
+                    "RuleEngine.DEBUGGER profiles with Debugger's own profiler, which writes the same profiler-output/ "
+                    "files. Pass sampler=None with Debugger, or use the default RuleEngine.EVALUATOR with the sampler.",
+                    where=self._where, field="sampler", value=sampler)
+            return None
+        reason = self._sampler_cannot_run()
+        if reason is None:
+            self._check_sampler_environment()
+            return sampler
+        if asked:
+            raise ConfigurationError(f"the sampler cannot run here: {reason} Pass sampler=None; the rules are then "
+                                     "evaluated from SageMaker's CloudWatch metrics.", where=self._where,
+                                     field="sampler", value=sampler)
+        cdk.Annotations.of(self).add_info(f"No sampler: {reason} The rules are evaluated from SageMaker's CloudWatch "
+                                          "metrics.")
+        return None
+
+    def _sampler_cannot_run(self) -> str | None:
+        if self.algorithm_name is not None:
+            return ("a SageMaker algorithm accepts only the input channels it declares, and may not run Python with "
+                    "PYTHONPATH.")
+        if self.enable_network_isolation:
+            return "with enable_network_isolation=True the container cannot upload to S3."
+        return None
+
+    def _check_sampler_environment(self) -> None:
+        taken = sorted(k for k in self._environment or {} if k in sampler_contract.environment("s3://b"))
+        if taken:
+            raise ConfigurationError(
+                f"{', '.join(taken)} belong to the sampler and are set from sampler=Sampler(...); remove them from "
+                "environment= (set CDK_SAGEMAKER_SAMPLER_DISABLED=1 to switch the sampler off in one run).",
+                where=self._where, field="environment", value=taken)
+
+    def _refuse_debugger_features(self, rules: Sequence[Rule]) -> None:
+        """Debugger (tensor) rules, the hook and TensorBoard output need SageMaker Debugger itself."""
+        for field, used in (("debugger_rules", bool(rules)),
+                            ("debug_hook", resolve_debug_hook(self.debug_hook_setting, bool(rules)) is not None),
+                            ("tensorboard", self.tensorboard is not None)):
+            if used:
+                raise ConfigurationError(
+                    "needs SageMaker Debugger's hook and rule containers, which RuleEngine.EVALUATOR (the default) "
+                    "does not use. Pass rule_engine=RuleEngine.DEBUGGER in an account that still has Debugger (closed "
+                    "to new customers since 2026-07-30), or watch training health with CloudWatch metrics the script "
+                    "logs instead.", where=self._where, field=field)
+
+    def _refuse_custom_rule(self, rule: ProfilerRule) -> None:
+        if rule.rule_to_invoke != PROFILER_REPORT and rule.rule_to_invoke not in PROFILER_RULE_SPECS:
+            raise ConfigurationError(
+                f"custom profiler rule {rule.name!r} runs in Debugger's rule container; RuleEngine.EVALUATOR (the "
+                "default) evaluates the built-in rules only. Pass rule_engine=RuleEngine.DEBUGGER for custom rules.",
+                where=self._where, field="rule_set", value=rule.name)
+
+    def _grant_sampler_access(self) -> None:
+        """SageMaker downloads the bundle with the execution role; the sampler uploads with it, only to profiler-output/
+        of this construct's runs."""
+        bundle = self.sampler_bundle
+        if bundle is None:
+            return
+        self._allow({"Effect": "Allow", "Action": "s3:GetObject",
+                     "Resource": bundle.bucket.arn_for_objects(bundle.s3_object_key)})
+        match = _S3_URI.match(self.profiler_s3_uri) if not is_token(self.profiler_s3_uri) else None
+        key = match["key"].strip("/") if match else self.output_prefix
+        bucket_arn = f"arn:{self._partition}:s3:::{match['bucket']}" if match else self._output_bucket_arn
+        uploads = f"{bucket_arn}/{key + '/' if key else ''}{self.job_name_prefix}-*/profiler-output/*"
+        self._allow({"Effect": "Allow", "Action": "s3:PutObject", "Resource": uploads})
+        self._acknowledge({f"Resource::{uploads}": "The sampler uploads each run's profiler files to "
+                           "<job>/profiler-output/, whose job name is generated per run; scoped to this prefix."})
+
+    def _attach_evaluator(self, evaluator: Any) -> Any:
+        from .rule_evaluator import RuleEvaluator  # the evaluator construct imports this module
+
+        if evaluator is not None:
+            if not isinstance(evaluator, RuleEvaluator):
+                raise ConfigurationTypeError(f"expected a RuleEvaluator, got {type(evaluator).__name__}.",
+                                             where=self._where, field="evaluator", value=evaluator)
+            if self.rule_engine is RuleEngine.DEBUGGER:
+                raise ConfigurationError("with RuleEngine.DEBUGGER, Debugger evaluates the rules; remove evaluator= "
+                                         "or use RuleEngine.EVALUATOR.", where=self._where, field="evaluator")
+            evaluator.check_covers(self, where=self._where)
+            return evaluator
+        if self.rule_engine is RuleEngine.DEBUGGER or self.rule_set is None:
+            return None
+        return RuleEvaluator(self, "Evaluator", training_job=self, rules=self.rule_set)
 
     def _grant_execution_permissions(self, in_vpc: bool) -> None:
         """Least privilege for SageMaker: the job's own S3 prefixes, image pulls, its log groups and metrics."""
@@ -723,8 +872,10 @@ class ProfiledTrainingJob(Construct):
         if self.training_image is not None:
             self._allow_image_pull(_ecr_repository_arns(self._partition, self.training_image))
         rule_set = self.rule_set
-        if rule_set is not None:
+        if rule_set is not None and self.rule_engine is RuleEngine.DEBUGGER:
             rule_set.on_rule_added(lambda rule: self._grant_profiler_rule(rule_set, rule))
+        elif rule_set is not None:
+            rule_set.on_rule_added(self._refuse_custom_rule)
         self._allow({"Effect": "Allow", "Action": "ecr:GetAuthorizationToken", "Resource": "*"})
         self._allow({"Effect": "Allow", "Action": "cloudwatch:PutMetricData", "Resource": "*",
                            "Condition": {"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*"]}}})

@@ -1,0 +1,88 @@
+"""Sampler: the profiler of RuleEngine.EVALUATOR, delivered to every training container as an input channel."""
+
+from __future__ import annotations
+
+import functools
+import tempfile
+import weakref
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import aws_cdk as cdk
+from aws_cdk import aws_s3_assets as s3_assets
+from constructs import Construct
+
+from ..model.errors import ConfigurationError, ConfigurationTypeError
+from ..runtime.sampler import contract
+from ..runtime.sampler.bundle import write_bundle
+
+__all__ = ["Sampler", "SAMPLER_CHANNEL"]
+
+#: The input channel that carries the sampler bundle (a zip that Python imports from, through PYTHONPATH).
+SAMPLER_CHANNEL = "cdk-sagemaker-sampler"
+_CHANNEL_DIR = f"/opt/ml/input/data/{SAMPLER_CHANNEL}"
+_ASSETS: weakref.WeakKeyDictionary[cdk.Stack, s3_assets.Asset] = weakref.WeakKeyDictionary()
+
+
+@dataclass(frozen=True)
+class Sampler:
+    """Samples CPU, memory, network and GPUs inside the training container every ``interval_millis`` and writes
+    SageMaker Debugger's profiler layout to ``<output>/<job>/profiler-output/``, with no change to the training image.
+
+    :param interval_millis: sampling interval; one of 100, 200, 500, 1000, 5000, 60000 (ProfilerConfig's values).
+        Default: 500.
+    :param framework_events: write the step events of ``sampler.step()`` and the PyTorch Lightning / Hugging Face
+        callbacks as python-timeline traces (StepOutlier, MaxInitializationTime, OverallFrameworkMetrics read them).
+        Default: True.
+    """
+
+    interval_millis: int = contract.DEFAULT_INTERVAL_MS
+    framework_events: bool = True
+
+    def __post_init__(self) -> None:
+        if isinstance(self.interval_millis, bool) or not isinstance(self.interval_millis, int):
+            raise ConfigurationTypeError(
+                f"expected whole milliseconds, one of {', '.join(map(str, contract.INTERVALS_MS))}; got "
+                f"{self.interval_millis!r}.", where="Sampler", field="interval_millis", value=self.interval_millis)
+        if self.interval_millis not in contract.INTERVALS_MS:
+            raise ConfigurationError(
+                f"must be one of {', '.join(map(str, contract.INTERVALS_MS))} (the intervals the profiler rules are "
+                f"defined for), got {self.interval_millis}.", where="Sampler", field="interval_millis",
+                value=self.interval_millis)
+
+    def bundle(self, scope: Construct) -> s3_assets.Asset:
+        """The sampler bundle as an S3 asset: one per stack, shared by its jobs."""
+        stack = cdk.Stack.of(scope)
+        asset = _ASSETS.get(stack)
+        if asset is None:
+            asset = _ASSETS[stack] = s3_assets.Asset(stack, "CdkSageMakerSamplerBundle", path=str(_bundle_dir()))
+        return asset
+
+    def channel(self, asset: s3_assets.Asset) -> dict[str, Any]:
+        """The input channel (request JSON): always File mode, whatever the job's input mode, so the zip is a file."""
+        return {
+            "ChannelName": SAMPLER_CHANNEL,
+            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": asset.s3_object_url,
+                                            "S3DataDistributionType": "FullyReplicated"}},
+            "InputMode": "File",
+        }
+
+    def environment(self, asset: s3_assets.Asset, profiler_s3_uri: str, user_environment: dict[str, str]
+                    ) -> dict[str, str]:
+        """The variables the sampler reads, plus PYTHONPATH with the bundle appended to any value the user set."""
+        bundle_path = f"{_CHANNEL_DIR}/{asset.asset_hash}.zip"
+        user_path = user_environment.get("PYTHONPATH")
+        return {
+            **contract.environment(profiler_s3_uri, self.interval_millis, self.framework_events),
+            "PYTHONPATH": f"{user_path}:{bundle_path}" if user_path else bundle_path,
+        }
+
+
+@functools.cache
+def _bundle_dir() -> Path:
+    """The bundle's files, laid out once per process (the asset zips and hashes them)."""
+    target = Path(tempfile.mkdtemp(prefix="cdk-sagemaker-sampler-")) / "bundle"
+    target.mkdir()
+    write_bundle(target)
+    return target
