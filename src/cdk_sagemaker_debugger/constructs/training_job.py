@@ -162,17 +162,28 @@ class InputChannel:
 
 
 class ProfiledTrainingJob(Construct):
-    """A SageMaker training job with profiler and debugger rules, synthesized as a complete CreateTrainingJob request.
+    """A SageMaker training job with profiler rules, synthesized as a complete CreateTrainingJob request.
 
     Each execution of :attr:`state_machine` starts one job named ``<job_name_prefix>-<20 hex characters>`` through the
     Step Functions ``createTrainingJob.sync`` integration and waits for it to finish. The request is validated against
     botocore's SageMaker model (types, lengths, ranges, patterns and enums) when the app synthesizes.
 
-    Debugger rules bring the hook (``debug_hook=None`` adds the default hook when there are rules), their collections
-    and their actions; the execution role this construct creates gets what the rule containers need (rule images,
-    uploaded rule sources, the ``SMDebugRules`` topic and StopTrainingJob on this job's prefix). A role you pass is used
-    unchanged. Combinations Debugger cannot run (``distribution`` with checkpointing, model parallel, Trainium with the
-    profiler, regions without Debugger) fail when the construct is created, or at synth for rules added later.
+    Who evaluates the rules (``rule_engine``):
+
+    * ``RuleEngine.EVALUATOR`` (default): works in every account, without SageMaker Debugger. The request carries no
+      Debugger member. ``sampler`` (default ``Sampler(interval_millis=500)``) is delivered to every container as an
+      input channel and started through ``PYTHONPATH``; it writes Debugger's profiler layout to
+      ``<output>/<job>/profiler-output/``. With a ``rule_set`` the job creates :attr:`evaluator`, a
+      :class:`RuleEvaluator` that evaluates the rules from those files (CloudWatch for runs without them), or uses the
+      one passed as ``evaluator=``. ``sampler=None``: no sampler, CloudWatch-only rules.
+    * ``RuleEngine.DEBUGGER``: the request the SageMaker Python SDK sends, byte for byte: ``profiler`` (ProfilerConfig)
+      and the rule set's ProfilerRuleConfigurations, plus debugger (tensor) rules with their hook, collections and
+      actions; the execution role this construct creates gets what the rule containers need (rule images, uploaded
+      rule sources, the ``SMDebugRules`` topic and StopTrainingJob on this job's prefix). Combinations Debugger cannot
+      run (``distribution`` with checkpointing, model parallel, Trainium with the profiler, regions without Debugger)
+      fail when the construct is created, or at synth for rules added later.
+
+    A role you pass is used unchanged (no grants).
     """
 
     def __init__(
