@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
+import struct
 import subprocess
 import sys
+import termios
 from pathlib import Path
 
 import pytest
+from helpers import ROOT
 
 from cdk_sagemaker_debugger.cli import main
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import JobSpec, StepSpec, constant, write_job
@@ -91,12 +95,13 @@ def test_profiler_report_overrides(job: Path, tmp_path: Path):
     assert low["RuleTriggered"] == 0 and low["RuleParameters"].startswith("threshold_p95:30\n")
 
 
-def test_missing_or_empty_input_exits_1(tmp_path: Path):
+def test_missing_or_empty_input_exits_3(tmp_path: Path):
     code, _, err = run("evaluate", str(tmp_path / "nope"), "--out", str(tmp_path / "o"))
-    assert code == 1 and "no such folder" in err
+    assert code == 3 and "no such folder" in err
     (tmp_path / "empty").mkdir()
     code, _, err = run("evaluate", str(tmp_path / "empty"), "--out", str(tmp_path / "o"))
-    assert code == 1 and "no profiler output found" in err
+    assert code == 3 and "no profiler output found" in err
+    assert not (tmp_path / "o").exists()
 
 
 def test_rules_lists_the_catalog():
@@ -145,17 +150,145 @@ def test_evaluate_reads_an_s3_uri(job: Path, tmp_path: Path, monkeypatch: pytest
     for name in RULE_FILES:
         assert (tmp_path / "s3" / "profiler-reports" / f"{name}.json").read_text() == (
             tmp_path / "local" / "profiler-reports" / f"{name}.json").read_text()
-    assert code_missing == 1 and "no profiler output found" in err_missing
+    assert code_missing == 3 and "no profiler output found" in err_missing
 
 
-class _Terminal(io.StringIO):
-    def isatty(self) -> bool:
-        return True
+# ---- progress: a tqdm bar on a terminal, nothing in a pipe, in CI or with --quiet
+
+def cli_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "CI"}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT / "src"), env.get("PYTHONPATH")]))
+    env.update(extra)
+    return env
 
 
-def test_progress_bar_only_on_a_terminal(job: Path, tmp_path: Path):
-    terminal = _Terminal()
-    assert main(["evaluate", str(job), "--out", str(tmp_path / "o")], stdout=io.StringIO(), stderr=terminal) == 0
-    assert "\r[" in terminal.getvalue() and terminal.getvalue().rstrip().endswith("files")
-    _, _, err = run("evaluate", str(job), "--out", str(tmp_path / "o2"))
-    assert err == ""
+def run_on_a_terminal(argv: list[str], env: dict[str, str], columns: int = 120) -> tuple[int, bytes, bytes]:
+    """Run the command with stderr on a pseudo-terminal (stdout a pipe); return (status, stdout, terminal output)."""
+    controller, terminal = os.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 30, columns, 0, 0))
+    proc = subprocess.Popen([sys.executable, "-m", "cdk_sagemaker_debugger.cli", *argv], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=terminal, env=env)
+    os.close(terminal)
+    seen = b""
+    while True:
+        try:
+            chunk = os.read(controller, 65536)
+        except OSError:  # EIO: the command exited and closed the terminal
+            break
+        if not chunk:
+            break
+        seen += chunk
+    os.close(controller)
+    out, _ = proc.communicate(timeout=300)
+    return proc.returncode, out, seen
+
+
+@pytest.mark.parametrize("columns", [120, 0], ids=["sized", "unsized"])
+def test_progress_is_drawn_on_a_terminal(job: Path, tmp_path: Path, columns: int):
+    code, out, seen = run_on_a_terminal(["evaluate", str(job), "--out", str(tmp_path / "o")], cli_env(), columns)
+    assert code == 0, seen
+    text = seen.decode()
+    assert "reading: 100%|" in text and "files, " in text and "files, ," not in text  # files read of files listed
+    assert "B read, " in text and " records/s [" in text and " left]" in text  # bytes, records per second, time left
+    assert "ProfilerReport: IssuesFound" in out.decode() and "reading" not in out.decode()
+
+
+@pytest.mark.parametrize(("extra", "env"), [(["--quiet"], {}), ([], {"CI": "true"})], ids=["quiet", "ci"])
+def test_no_progress_with_quiet_or_in_ci_even_on_a_terminal(job: Path, tmp_path: Path, extra: list[str],
+                                                            env: dict[str, str]):
+    code, out, seen = run_on_a_terminal(["evaluate", str(job), "--out", str(tmp_path / "o"), *extra], cli_env(**env))
+    assert code == 0 and seen == b"" and b"ProfilerReport: IssuesFound" in out
+
+
+def test_no_progress_in_a_pipe_and_tqdm_never_loaded(job: Path, tmp_path: Path):
+    probe = ("import sys; from cdk_sagemaker_debugger.cli import main; "
+             f"code = main(['evaluate', {str(job)!r}, '--out', {str(tmp_path / 'o')!r}]); "
+             "sys.exit(code if 'tqdm' not in sys.modules else 99)")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300, env=cli_env())
+    assert done.returncode == 0 and done.stderr == ""
+    assert "ProfilerReport: IssuesFound" in done.stdout
+
+
+# ---- --format json, --version, --help, rules --format json
+
+def test_format_json_prints_the_summary_and_nothing_else(job: Path, tmp_path: Path):
+    code, out, err = run("evaluate", str(job), "--out", str(tmp_path / "o"), "--format", "json")
+    assert code == 0, err
+    printed = json.loads(out)  # stdout is the JSON document alone
+    assert printed == json.loads((tmp_path / "o" / "evaluation-summary.json").read_text())
+    assert printed["rules"][0]["RuleConfigurationName"] == "ProfilerReport"
+    assert printed["rules"][0]["RuleEvaluationStatus"] == "IssuesFound"
+    assert "wrote " in err
+
+
+def test_version_comes_from_the_package():
+    from cdk_sagemaker_debugger import __version__
+
+    code, out, _ = run("--version")
+    assert code == 0 and out == f"cdk-sagemaker-debugger {__version__}\n"
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["evaluate", "--help"]])
+def test_help_documents_every_exit_status(argv: list[str]):
+    code, out, _ = run(*argv)
+    assert code == 0
+    for status in ("0  the rules were evaluated", "1  --fail-on STATUS", "2  usage error", "3  the profiler data",
+                   "4  the report could not be written"):
+        assert status in out
+
+
+def test_rules_as_json_for_tooling():
+    code, out, _ = run("rules", "--format", "json")
+    assert code == 0
+    rules = {r["name"]: r for r in json.loads(out)["rules"]}
+    assert set(rules) == RULE_FILES | {"ProfilerReport"}
+    low = {p["name"]: p["default"] for p in rules["LowGPUUtilization"]["parameters"]}
+    assert low == {"threshold_p95": 70, "threshold_p5": 10, "window": 500, "patience": 1000}
+    assert rules["LowGPUUtilization"]["summary"] and "LowGPUUtilization" in rules["ProfilerReport"]["overridable"]
+
+
+# ---- exit status: 1 with --fail-on, 2 for every usage error, 4 when the report cannot be written
+
+@pytest.mark.parametrize(
+    ("fail_on", "expected"),
+    [(["IssuesFound"], 1), (["NoIssuesFound,IssuesFound"], 1), (["Error", "NoIssuesFound"], 0), ([], 0)],
+)
+def test_fail_on_decides_the_exit_status(job: Path, tmp_path: Path, fail_on: list[str], expected: int):
+    flags = [arg for status in fail_on for arg in ("--fail-on", status)]
+    code, out, err = run("evaluate", str(job), "--out", str(tmp_path / "o"), "--format", "json", *flags)
+    assert code == expected, err
+    assert json.loads(out)["rules"][0]["RuleEvaluationStatus"] == "IssuesFound"  # the report is written either way
+    assert ("--fail-on IssuesFound: ProfilerReport reached IssuesFound" in err) == (expected == 1)
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["evaluate", "--out", "OUT"], "one of the arguments PATH_OR_S3_URI --training-job is required"),
+        (["evaluate", "JOB", "--training-job", "j", "--out", "OUT"], "not allowed with argument PATH_OR_S3_URI"),
+        (["evaluate", "JOB"], "the following arguments are required: --out"),
+        (["evaluate", "JOB", "--out", "OUT", "--fail-on", "issuesfound"], "Did you mean 'IssuesFound'?"),
+        (["evaluate", "JOB", "--out", "OUT", "--fail-on", "Issues"], "use one of IssuesFound, Error, NoIssuesFound"),
+        (["evaluate", "JOB", "--out", "OUT", "--format", "yaml"], "invalid choice: 'yaml'"),
+        (["evaluate", "JOB", "--out", "OUT", "--verbose"], "unrecognized arguments: --verbose"),
+        (["evaluate", "JOB", "--out", "FILE"], "exists and is not a folder"),
+        (["evaluate", "JOB", "--out", "FILE/report"], "is a file, so no folder can be created under it"),
+        (["rules", "--format", "csv"], "invalid choice: 'csv'"),
+        (["sample-nothing"], "invalid choice: 'sample-nothing'"),
+    ],
+)
+def test_every_usage_error_exits_2(job: Path, tmp_path: Path, argv: list[str], message: str):
+    (tmp_path / "a-file").write_text("")
+    paths = {"JOB": str(job), "OUT": str(tmp_path / "o"), "FILE": str(tmp_path / "a-file"),
+             "FILE/report": str(tmp_path / "a-file" / "report")}
+    code, out, err = run(*[paths.get(a, a) for a in argv])
+    assert code == 2 and message in err and out == ""
+    assert not (tmp_path / "o").exists()
+
+
+def test_a_report_that_cannot_be_written_exits_4(job: Path, tmp_path: Path):
+    (tmp_path / "o").mkdir()
+    (tmp_path / "o" / "profiler-reports").write_text("in the way")
+    code, out, err = run("evaluate", str(job), "--out", str(tmp_path / "o"))
+    assert code == 4 and out == ""
+    assert "the rules were evaluated but the report could not be written to" in err and "Traceback" not in err

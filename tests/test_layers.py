@@ -69,3 +69,28 @@ def test_importing_the_model_and_cli_does_not_start_jsii():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_the_lambda_assets_and_the_sampler_never_import_the_progress_bar():
+    """tqdm is a dependency of the command line only: nothing under runtime/ (what the assets ship) may need it."""
+    assert offenders(PACKAGE / "runtime", ("tqdm", "rich")) == []
+    assert "tqdm" in imported_modules(PACKAGE / "cli_progress.py")
+
+
+def _loaded_after(imports: str, roots: tuple[str, ...]) -> list[str]:
+    import subprocess
+    import sys
+
+    code = f"import sys\n{imports}\nprint(sorted(m for m in sys.modules if m.split('.')[0] in {roots!r}))"
+    return eval(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout)
+
+
+def test_the_runtime_packages_load_as_the_lambdas_load_them_without_tqdm():
+    imports = (f"sys.path.insert(0, {str(PACKAGE / 'runtime')!r})\n"
+               "import evaluator.lambda_handler, evaluator.engine, rule_alarm.handler, sampler.contract")
+    assert _loaded_after(imports, ("tqdm", "rich")) == []
+
+
+def test_importing_the_cli_loads_neither_tqdm_nor_boto3():
+    """Both load when a command needs them (a bar on a terminal, an S3 URI or a job name), not at start."""
+    assert _loaded_after("import cdk_sagemaker_debugger.cli", ("tqdm", "rich", "boto3")) == []

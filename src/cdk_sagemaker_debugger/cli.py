@@ -1,37 +1,69 @@
-"""``cdk-sagemaker-debugger``: evaluate the profiler rules on a laptop, and list the rule catalog.
+"""``cdk-sagemaker-debugger``: evaluate the profiler rules on a laptop or in CI, and list the rule catalog.
 
-    cdk-sagemaker-debugger evaluate PATH_OR_S3_URI --out DIR [--rule NAME[:param=value,...]]...
-    cdk-sagemaker-debugger rules
+    cdk-sagemaker-debugger evaluate (PATH_OR_S3_URI | --training-job NAME) --out DIR [--rule NAME[:param=value,...]]...
+        [--fail-on STATUS] [--format text|json] [--quiet] [--region REGION] [--profile PROFILE]
+    cdk-sagemaker-debugger rules [--format text|json]
+    cdk-sagemaker-debugger --version
 
-This module never imports aws_cdk, so the command starts in well under a second.
+This module never imports aws_cdk, so the command starts in well under a second; boto3 and tqdm load only when used.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from . import __version__
+from .cli_aws import AwsClients, AwsSetupError, access_hint, evaluate_cloudwatch, explain, find_job_data
+from .cli_progress import Progress, on_a_terminal
 from .model.errors import ConfigurationError, did_you_mean
 from .model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_REPORT, PROFILER_RULE_SPECS
 from .rules import RULE_CLASSES, from_name
-from .runtime.evaluator.engine import Evaluator, RuleConfig, evaluate_store
+from .runtime.evaluator import cloudwatch
+from .runtime.evaluator.engine import (
+    STATUS_ERROR,
+    STATUS_IN_PROGRESS,
+    STATUS_ISSUES,
+    STATUS_NO_ISSUES,
+    Evaluator,
+    RuleConfig,
+    RuleResult,
+    evaluate_store,
+)
 from .runtime.evaluator.html_report import render
 from .runtime.evaluator.report import HTML_NAME, SUMMARY_NAME, report_files, summary, verdict_table
 from .runtime.evaluator.rules import RuleConfigError
-from .runtime.evaluator.storage import EvaluationInputError, open_profiler_output
+from .runtime.evaluator.storage import EvaluationInputError, Store, open_profiler_output
 
 EXIT_OK = 0
-EXIT_FAILED = 1
+EXIT_FAILED = 1  # --fail-on STATUS: a rule reached a status the caller fails on
 EXIT_USAGE = 2
+EXIT_UNREADABLE = 3
+EXIT_UNWRITABLE = 4
+
+EXIT_CODES = """exit status:
+  0  the rules were evaluated (issues found or not)
+  1  --fail-on STATUS: at least one rule reached that status
+  2  usage error: unknown flag or rule, bad parameter, --out not a folder, unknown --profile, no region
+  3  the profiler data could not be read: no such folder, job or data, access denied, no AWS credentials
+  4  the report could not be written to --out
+"""
+EVALUATE_USAGE = """%(prog)s (PATH_OR_S3_URI | --training-job NAME) --out DIR
+        [--rule NAME[:param=value,...]]... [--fail-on STATUS[,STATUS]] [--format text|json] [--quiet]
+        [--region REGION] [--profile PROFILE]"""
+#: The statuses the evaluator gives a configured rule; --fail-on accepts these.
+RULE_STATUSES = (STATUS_ISSUES, STATUS_ERROR, STATUS_NO_ISSUES, STATUS_IN_PROGRESS)
 
 
 class UsageError(Exception):
-    pass
+    """A value on the command line that cannot work (exit 2); the message says which and how to fix it."""
 
 
 def _parse_value(text: str) -> Any:
@@ -89,88 +121,176 @@ def resolve_rules(options: Sequence[str]) -> list[RuleConfig]:
     return configs
 
 
-class Progress:
-    """A one-line progress bar on a terminal; silent when output is redirected."""
+class CommandFailure(Exception):
+    """A failure already put in words, with the exit status it maps to."""
 
-    def __init__(self, stream: TextIO):
-        self.stream = stream
-        self.enabled = stream.isatty()
-        self.last = -1
-
-    def __call__(self, done: int, total: int) -> None:
-        if not self.enabled or total <= 0:
-            return
-        filled = int(30 * done / total)
-        if filled == self.last and done != total:
-            return
-        self.last = filled
-        self.stream.write(f"\r[{'#' * filled}{'.' * (30 - filled)}] {done}/{total} files")
-        self.stream.flush()
-
-    def close(self) -> None:
-        if self.enabled and self.last >= 0:
-            self.stream.write("\n")
-            self.stream.flush()
+    def __init__(self, exit_code: int, message: str):
+        super().__init__(message)
+        self.exit_code = exit_code
 
 
-def write_outputs(evaluator: Evaluator, out: Path, *, source: str) -> list[Any]:
-    results = evaluator.results(final=True)
-    diagnostics = evaluator.diagnostics()
+def fail_on_statuses(text: str) -> tuple[str, ...]:
+    """``--fail-on IssuesFound,Error``: rule statuses, spelled exactly (a CI gate must not pass on a typo)."""
+    statuses = tuple(s.strip() for s in text.split(",") if s.strip())
+    for status in statuses or ("",):
+        if status not in RULE_STATUSES:
+            raise argparse.ArgumentTypeError(f"{status!r} is not a rule status; use one of "
+                                             f"{', '.join(RULE_STATUSES)}.{did_you_mean(status, RULE_STATUSES)}")
+    return statuses
+
+
+def check_out(text: str) -> Path:
+    """Refuse an --out that cannot be written before spending a minute on the evaluation."""
+    out = Path(text).expanduser()
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {text}: exists and is not a folder; pass a folder (it is created when missing)")
+    existing = out if out.exists() else next(p for p in out.absolute().parents if p.exists())
+    if not existing.is_dir():
+        raise UsageError(f"--out {text}: {existing} is a file, so no folder can be created under it")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise UsageError(f"--out {text}: {existing} is not writable by you; pick a folder you can write to")
+    return out
+
+
+@dataclass
+class Evaluation:
+    """What was evaluated and from where: enough to write the reports and decide the exit status."""
+
+    evaluator: Evaluator
+    results: list[RuleResult]
+    source: str  # where the data came from, as the HTML report names it
+
+
+def evaluate_location(location: str, configs: list[RuleConfig], aws: AwsClients, progress: Progress) -> Evaluation:
+    s3 = aws.client("s3") if location.startswith("s3://") else None
+    store: Store = open_profiler_output(location, s3_client=s3)
+    evaluator = evaluate_store(store, configs, progress=progress)
+    return Evaluation(evaluator, evaluator.results(final=True), store.describe())
+
+
+def evaluate_training_job(job: str, configs: list[RuleConfig], aws: AwsClients, progress: Progress,
+                          note: TextIO | None) -> Evaluation:
+    """The job's profiler data where DescribeTrainingJob says it is, else its CloudWatch instance metrics."""
+    found = find_job_data(job, aws)
+    if found.store is not None:
+        if note:
+            note.write(f"{job}: reading the profiler data at {found.store.describe()}\n")
+        evaluator = evaluate_store(found.store, configs, progress=progress)
+        return Evaluation(evaluator, evaluator.results(final=True), found.store.describe())
+    if note:
+        where = f" at {', '.join(found.empty)}" if found.empty else " (the profiler is off)"
+        note.write(f"{job}: no profiler data{where}; evaluating SageMaker's CloudWatch instance metrics instead\n")
+    evaluator, final = evaluate_cloudwatch(found.description, configs, aws)
+    return Evaluation(evaluator, evaluator.results(final=final), cloudwatch.source_label(job))
+
+
+def evaluate_input(args: argparse.Namespace, configs: list[RuleConfig], stderr: TextIO) -> Evaluation:
+    """Read and evaluate; every failure comes out as a CommandFailure with its exit status, never a traceback."""
+    aws = AwsClients(args.profile, args.region)
+    progress = Progress(stderr, enabled=on_a_terminal(stderr, quiet=args.quiet))
+    try:
+        if args.training_job:
+            return evaluate_training_job(args.training_job, configs, aws, progress, None if args.quiet else stderr)
+        return evaluate_location(args.path, configs, aws, progress)
+    except (RuleConfigError, AwsSetupError) as exc:
+        raise CommandFailure(EXIT_USAGE, str(exc)) from exc
+    except EvaluationInputError as exc:
+        raise CommandFailure(EXIT_UNREADABLE, f"{exc}{access_hint(str(exc))}") from exc
+    except Exception as exc:  # S3, SageMaker, CloudWatch, credentials, network: say what failed and how to fix it
+        message = explain(exc, job=args.training_job, region=aws.region_name)
+        raise CommandFailure(EXIT_UNREADABLE, message or f"could not read {args.path or args.training_job}: "
+                                                         f"{type(exc).__name__}: {exc}") from exc
+    finally:
+        progress.close()
+
+
+def write_outputs(evaluation: Evaluation, out: Path) -> str:
+    """Write the reports and return the summary JSON exactly as written (``--format json`` prints the same text)."""
+    results, diagnostics = evaluation.results, evaluation.evaluator.diagnostics()
+    out.mkdir(parents=True, exist_ok=True)
     for relative, text in report_files(results).items():
         target = out / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text)
-    (out / SUMMARY_NAME).write_text(json.dumps(summary(results, diagnostics), indent=2))
+    summary_text = json.dumps(summary(results, diagnostics), indent=2)
+    (out / SUMMARY_NAME).write_text(summary_text)
     title = "Profiler report: " + ", ".join(r.configuration_name for r in results)
-    (out / HTML_NAME).write_text(render(results, evaluator.timeline, diagnostics, title=title, source=source))
-    return results
+    html = render(results, evaluation.evaluator.timeline, diagnostics, title=title, source=evaluation.source)
+    (out / HTML_NAME).write_text(html)
+    return summary_text
+
+
+def show(args: argparse.Namespace, evaluation: Evaluation, out: Path, summary_text: str, stdout: TextIO,
+         stderr: TextIO) -> None:
+    """Text: the verdict table and notes on stdout. JSON: the summary alone on stdout, notes on stderr."""
+    if args.format == "json":
+        stdout.write(summary_text + "\n")
+        notes: TextIO | None = None if args.quiet else stderr
+    else:
+        stdout.write(verdict_table(evaluation.results) + "\n")
+        notes = stdout
+    diagnostics = evaluation.evaluator.diagnostics()
+    if diagnostics["bad_lines"] or diagnostics["bad_files"]:
+        (notes or stderr).write(f"warning: skipped {diagnostics['bad_lines']} damaged line(s) in "
+                                f"{diagnostics['bad_files']} file(s); see {SUMMARY_NAME}\n")
+    if notes:
+        notes.write(f"wrote {out / 'profiler-reports'}/*.json, {out / SUMMARY_NAME} and {out / HTML_NAME}\n")
+
+
+def fail_on_exit(args: argparse.Namespace, results: list[RuleResult], stderr: TextIO) -> int:
+    wanted = {status for group in args.fail_on or () for status in group}
+    hits = [r for r in results if r.status in wanted]
+    for result in hits:
+        stderr.write(f"--fail-on {result.status}: {result.configuration_name} reached {result.status}\n")
+    return EXIT_FAILED if hits else EXIT_OK
 
 
 def cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     try:
         configs = resolve_rules(args.rule or [])
+        out = check_out(args.out)
+        evaluation = evaluate_input(args, configs, stderr)
     except UsageError as exc:
         stderr.write(f"error: {exc}\n")
         return EXIT_USAGE
-    out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        stderr.write(f"error: --out {out}: exists and is not a folder\n")
-        return EXIT_USAGE
-    progress = Progress(stderr)
+    except CommandFailure as exc:
+        stderr.write(f"error: {exc}\n")
+        return exc.exit_code
     try:
-        store = open_profiler_output(args.path)
-        evaluator = evaluate_store(store, configs, progress=progress)
-    except EvaluationInputError as exc:
-        progress.close()
-        stderr.write(f"error: {exc}\n")
-        return EXIT_FAILED
-    except RuleConfigError as exc:
-        progress.close()
-        stderr.write(f"error: {exc}\n")
-        return EXIT_USAGE
-    except Exception as exc:  # S3 access, credentials, network: say what failed instead of a traceback
-        progress.close()
-        name = type(exc).__name__
-        stderr.write(f"error: could not read {args.path}: {name}: {exc}\n")
-        if name in ("NoCredentialsError", "PartialCredentialsError"):
-            stderr.write("hint: configure AWS credentials (aws configure, AWS_PROFILE) to read from S3\n")
-        return EXIT_FAILED
-    progress.close()
-    out.mkdir(parents=True, exist_ok=True)
-    results = write_outputs(evaluator, out, source=store.describe())
-    stdout.write(verdict_table(results) + "\n")
-    diagnostics = evaluator.diagnostics()
-    if diagnostics["bad_lines"] or diagnostics["bad_files"]:
-        stdout.write(f"warning: skipped {diagnostics['bad_lines']} damaged line(s) in {diagnostics['bad_files']} "
-                     f"file(s); see {SUMMARY_NAME}\n")
-    stdout.write(f"wrote {out / 'profiler-reports'}/*.json and {out / HTML_NAME}\n")
-    return EXIT_OK
+        summary_text = write_outputs(evaluation, out)
+    except OSError as exc:
+        stderr.write(f"error: the rules were evaluated but the report could not be written to {out}: {exc}. "
+                     f"Free some space or pass another --out\n")
+        return EXIT_UNWRITABLE
+    show(args, evaluation, out, summary_text, stdout, stderr)
+    return fail_on_exit(args, evaluation.results, stderr)
+
+
+def listed_parameters(spec: Any) -> list[Any]:
+    """A rule's parameters as users set them (scan_interval_us is the evaluator's clock, not a rule knob)."""
+    return [p for p in spec.parameters if p.name != "scan_interval_us"]
+
+
+def rules_catalog() -> dict[str, Any]:
+    """``rules --format json``: what tooling needs to build or check a --rule option."""
+    rules: list[dict[str, Any]] = [
+        {"name": name, "summary": spec.summary,
+         "parameters": [{"name": p.name, "default": p.default, "description": p.doc} for p in listed_parameters(spec)]}
+        for name, spec in PROFILER_RULE_SPECS.items()
+    ]
+    rules.append({"name": PROFILER_REPORT, "summary": "Runs every rule above with its defaults and writes the HTML "
+                  "report; override a rule's parameter with <RuleName>_<parameter>=<value>.", "parameters": [],
+                  "overridable": list(OVERRIDABLE_BY_PROFILER_REPORT)})
+    return {"rules": rules}
 
 
 def cmd_rules(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    if args.format == "json":
+        stdout.write(json.dumps(rules_catalog(), indent=2) + "\n")
+        return EXIT_OK
     for name, spec in PROFILER_RULE_SPECS.items():
         stdout.write(f"{name}\n    {spec.summary}\n")
-        params = [p for p in spec.parameters if p.name != "scan_interval_us"]
+        params = listed_parameters(spec)
         for p in params:
             stdout.write(f"    {p.name} = {p.default!r}\n")
         if not params:
@@ -185,24 +305,51 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cdk-sagemaker-debugger",
         description="Evaluate SageMaker profiler rules on profiler output, without SageMaker Debugger.",
+        epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
-    ev = sub.add_parser("evaluate", help="evaluate profiler rules on a profiler-output/ tree (folder or s3:// URI)")
-    ev.add_argument("path", metavar="PATH_OR_S3_URI", help="profiler-output/ folder of a job, or its s3:// URI")
-    ev.add_argument("--out", required=True, metavar="DIR", help="folder for profiler-reports/*.json and the HTML report")
-    ev.add_argument("--rule", action="append", metavar="NAME[:param=value,...]",
-                    help="rule to evaluate (repeatable); default: ProfilerReport with every rule at its defaults")
+    ev = sub.add_parser("evaluate", help="evaluate profiler rules on a job's profiler output (folder, s3:// or job name)",
+                        usage=EVALUATE_USAGE, epilog=EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_evaluate_arguments(ev)
     ev.set_defaults(func=cmd_evaluate)
     rl = sub.add_parser("rules", help="list the profiler rules and their parameters")
+    rl.add_argument("--format", choices=("text", "json"), default="text", help="json: the catalog for tooling")
     rl.set_defaults(func=cmd_rules)
     return parser
 
 
+def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
+    source = ev.add_mutually_exclusive_group(required=True)
+    source.add_argument("path", metavar="PATH_OR_S3_URI", nargs="?",
+                        help="profiler-output/ folder of a job (or the job folder above it), or its s3:// URI")
+    source.add_argument("--training-job", metavar="NAME",
+                        help="a SageMaker training job: its profiler data is found from DescribeTrainingJob, and its "
+                             "CloudWatch instance metrics are used when it has none")
+    ev.add_argument("--out", required=True, metavar="DIR", help="folder for profiler-reports/*.json, "
+                    f"{SUMMARY_NAME} and {HTML_NAME} (created when missing)")
+    ev.add_argument("--rule", action="append", metavar="NAME[:param=value,...]",
+                    help="rule to evaluate (repeatable); default: ProfilerReport with every rule at its defaults")
+    ev.add_argument("--fail-on", action="append", type=fail_on_statuses, metavar="STATUS[,STATUS]",
+                    help=f"exit 1 when any rule reaches one of these statuses ({', '.join(RULE_STATUSES)}); "
+                         "repeatable, e.g. --fail-on IssuesFound,Error")
+    ev.add_argument("--format", choices=("text", "json"), default="text",
+                    help=f"json: print only the evaluation summary (as in {SUMMARY_NAME}) on stdout")
+    ev.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no notes on stderr")
+    ev.add_argument("--region", help="AWS region of the training job and its clients (as in the AWS CLI)")
+    ev.add_argument("--profile", help="AWS profile from ~/.aws/config to use (as in the AWS CLI)")
+
+
 def main(argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     parser = build_parser()
-    args = parser.parse_args(argv)
     try:
-        return int(args.func(args, stdout or sys.stdout, stderr or sys.stderr))
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help and --version (0), usage errors (2): a status, so callers need no try
+        return exc.code if isinstance(exc.code, int) else EXIT_USAGE
+    try:
+        return int(args.func(args, stdout, stderr))
     except BrokenPipeError:  # `cdk-sagemaker-debugger rules | head`: the reader left, which is fine
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - replaces the closed stream for interpreter shutdown
         return EXIT_OK

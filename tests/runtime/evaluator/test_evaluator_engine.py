@@ -7,6 +7,7 @@ import json
 import shutil
 from pathlib import Path
 
+import pytest
 from evaluator_jobs import evaluate, report, small_spec, verdict
 
 from cdk_sagemaker_debugger.runtime.evaluator.engine import (
@@ -17,7 +18,7 @@ from cdk_sagemaker_debugger.runtime.evaluator.engine import (
     list_new_files,
 )
 from cdk_sagemaker_debugger.runtime.evaluator.report import report_files
-from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
+from cdk_sagemaker_debugger.runtime.evaluator.storage import EvaluationInputError, LocalStore
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import DataloaderSpec, StepSpec, constant, write_job
 
 T0 = 1_764_400_020
@@ -83,6 +84,29 @@ def test_damaged_lines_are_counted_and_the_rest_is_evaluated(tmp_path: Path):
     diagnostics = ev.diagnostics()
     assert diagnostics["bad_lines"] == 2 and any(victim.name in p for p in diagnostics["problems"])
     assert verdict(ev, "LowGPUUtilization").verdict == "IssuesFound"
+
+
+class _Unreadable(LocalStore):
+    """Lists the files but reads none, as an S3 prefix does to credentials without s3:GetObject."""
+
+    def read(self, key: str) -> bytes:
+        raise PermissionError(f"denied: {key}")
+
+
+def test_a_job_none_of_whose_files_can_be_read_is_an_input_error_not_a_clean_verdict(tmp_path: Path):
+    root = write_job(tmp_path / "po", small_spec())
+    listed = sum(1 for p in root.rglob("*.json"))
+    with pytest.raises(EvaluationInputError, match=rf"none of the {listed} profiler files could be read.*PermissionError"):
+        evaluate_store(_Unreadable(root), [report()], read_workers=1)
+
+
+def test_progress_reports_files_and_the_bytes_and_records_read(tmp_path: Path):
+    root = write_job(tmp_path / "po", small_spec())
+    calls: list[tuple[int, int, int, int]] = []
+    ev = evaluate_store(LocalStore(root), [report()],
+                        progress=lambda done, total, stats: calls.append((done, total, stats.bytes, stats.records)))
+    assert [c[0] for c in calls] == list(range(1, calls[0][1] + 1))  # one call per file, ending at the total
+    assert calls[-1][2:] == (ev.stats.bytes, ev.stats.records) and calls[-1][2] > calls[0][2] > 0
 
 
 def _one_shot(root: Path) -> dict[str, str]:

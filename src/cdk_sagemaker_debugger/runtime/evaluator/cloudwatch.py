@@ -41,6 +41,11 @@ _GPUS["g6e"] = _GPUS["g5"]
 _INSTANCE = re.compile(r"^ml\.([a-z0-9]+)\.(\d*)(x?large|metal)$")
 
 
+def source_label(job_name: str) -> str:
+    """How reports name this source, so a reader knows the verdicts rest on per-minute host averages."""
+    return f"CloudWatch {NAMESPACE} (Host={job_name}/algo-*)"
+
+
 def instance_devices(instance_type: str | None) -> tuple[int | None, int | None]:
     """(GPUs, vCPUs) of an ``ml.*`` instance type; None where unknown (then inferred from the values)."""
     if not instance_type:

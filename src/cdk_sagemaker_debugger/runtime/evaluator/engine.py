@@ -518,7 +518,8 @@ class RunOutcome:
     framework_consumed: list[tuple[int, str]]
 
 
-ProgressCallback = Callable[[int, int], None]
+#: ``progress(files done, files listed, counters so far)``: the counters give bytes and records read for a progress bar.
+ProgressCallback = Callable[[int, int, ParseStats], None]
 
 
 def feed(evaluator: Evaluator, store: Store, listing: Listing, *, final: bool, deadline: float | None = None,
@@ -585,7 +586,7 @@ def feed(evaluator: Evaluator, store: Store, listing: Listing, *, final: bool, d
         sys_through, fw_through = horizons()
         windows += evaluator.process(system_through_us=sys_through, framework_through_us=fw_through, ended=False)
         if progress:
-            progress(done + 1, total)
+            progress(done + 1, total, stats)
         if deadline is not None and time.monotonic() > deadline and done + 1 < total:
             complete = False
             break
@@ -611,4 +612,10 @@ def evaluate_store(store: Store, configs: Iterable[RuleConfig], *, progress: Pro
             "files). Pass the profiler-output/ folder of a training job, or check that the profiler was enabled."
         )
     feed(evaluator, store, listing, final=True, progress=progress, read_workers=read_workers)
+    stats = evaluator.stats
+    if stats.files == 0 and stats.bad_files:  # every read failed: verdicts on no data would pass for a clean run
+        raise EvaluationInputError(
+            f"{store.describe()}: none of the {stats.bad_files} profiler files could be read; the first failure: "
+            f"{stats.problems[0] if stats.problems else 'unknown'}"
+        )
     return evaluator

@@ -33,7 +33,7 @@ from .publish import continuation_event, emf_lines, emit_emf, put_events, status
 from .report import HTML_NAME, SUMMARY_NAME, report_files, summary
 from .rules import MaxInitializationTime
 from .state import STATE_FILE, ConcurrentUpdateError, S3StateStore
-from .storage import S3Store, split_s3_uri
+from .storage import S3Store, job_profiler_store, split_s3_uri
 
 LOG = logging.getLogger(__name__)
 LOG.setLevel(logging.INFO)
@@ -140,8 +140,7 @@ def profiler_store(description: dict[str, Any], s3: Any, default_uri: str = "") 
     uri = uri or default_uri
     if not uri:
         return None
-    bucket, prefix = split_s3_uri(uri)
-    return S3Store(bucket, f"{prefix.strip('/')}/{description['TrainingJobName']}/profiler-output".lstrip("/"), s3)
+    return job_profiler_store(uri, description["TrainingJobName"], s3)
 
 
 def choose_source(settings: Settings, description: dict[str, Any], store: S3Store | None, now: float) -> str | None:
@@ -286,8 +285,7 @@ def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float
         run_profiler(run, store, terminal, deadline, settings)
     else:
         run_cloudwatch(run, description, clients, terminal, now)
-    source_label = (store.describe() if source == "PROFILER" and store is not None
-                    else f"CloudWatch {cloudwatch.NAMESPACE} (Host={job}/algo-*)")
+    source_label = store.describe() if source == "PROFILER" and store is not None else cloudwatch.source_label(job)
 
     results = evaluator.results(final=run.final)
     # Deterministic time of the data the statuses rest on, so a retried run repeats the same event.

@@ -111,6 +111,12 @@ def split_s3_uri(uri: str) -> tuple[str, str]:
     return bucket, key
 
 
+def job_profiler_store(base_uri: str, job: str, client: Any = None) -> S3Store:
+    """``<base_uri>/<job>/profiler-output``: where Debugger's ProfilerConfig and the sampler both put a job's data."""
+    bucket, prefix = split_s3_uri(base_uri)
+    return S3Store(bucket, f"{prefix.strip('/')}/{job}/profiler-output".lstrip("/"), client)
+
+
 def open_profiler_output(location: str, *, s3_client: Any = None) -> Store:
     """Open a ``profiler-output/`` tree (the folder holding ``system/`` and ``framework/``) on disk or in S3.
 
