@@ -1,0 +1,479 @@
+"""Every reference state machine, executed by an independent ASL engine: moto's Step Functions interpreter.
+
+The snapshots pin what we synthesize; this test runs it. For each reference stack the synthesized DefinitionString
+is resolved to the JSON one deployment would see, created in moto with ``execute_state_machine`` and executed twice.
+moto's ASL parser and interpreter (a port of LocalStack's) evaluate ``States.Format``/``States.UUID``/... themselves,
+and the CreateTrainingJob request they compute is captured from the botocore client that sends it, checked against
+botocore's service model and against the template, and must create exactly one training job named
+``<job_name_prefix>-<20 hex>`` per execution.
+
+Why ``.sync`` is swapped for ``aws-sdk:sagemaker:createTrainingJob``: moto routes ``states:::sagemaker:*`` to
+``StateTaskServiceUnsupported``, whose only integration pattern is ``.waitForTaskToken``; ``.sync`` fails the
+execution with ``States.Runtime: Unsupported sync callback procedure`` before any request is computed
+(``test_sync_integration_is_what_moto_cannot_run`` pins this, so the swap goes away once moto learns it). Both
+integrations take the CreateTrainingJob request as Parameters, so the request is tested as is. Not covered, therefore:
+the ``.sync`` wait (DescribeTrainingJob polling until a terminal status) and the ResultSelector fields that only the
+``.sync`` output (a DescribeTrainingJob response) has: here they are only checked to exist in that response's model;
+IAM (moto's SageMaker checks neither the role nor the buckets, and the state machine role is not evaluated); and
+the Retry, which no error in these executions reaches.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import aws_cdk as cdk
+import boto3
+import botocore.session
+import pytest
+import regex
+from botocore.model import OperationModel, Shape
+from botocore.validate import ParamValidator
+from moto import mock_aws
+
+from cdk_sagemaker_debugger import ProfiledTrainingJob, RuleEngine
+from cdk_sagemaker_debugger.constructs.sampler import SAMPLER_CHANNEL
+from stacks.registry import REFERENCE_STACKS, build_app
+
+ACCOUNT = "123456789012"
+#: Where an environment-agnostic stack is assumed to be deployed.
+DEFAULT_REGION = "us-east-1"
+SYNC_RESOURCE = re.compile(r"arn:(?P<partition>aws[a-z-]*):states:::sagemaker:createTrainingJob\.sync")
+AWS_SDK_RESOURCE = "arn:{partition}:states:::aws-sdk:sagemaker:createTrainingJob"
+#: Request fields moto's SageMaker accepts but does not store, so DescribeTrainingJob cannot echo them; the request
+#: botocore sent still carries them (asserted against the template).
+NOT_STORED_BY_MOTO = frozenset({"ProfilerConfig", "ProfilerRuleConfigurations", "Environment"})
+DEBUGGER_FIELDS = ("ProfilerConfig", "ProfilerRuleConfigurations", "DebugHookConfig", "DebugRuleConfigurations")
+EXECUTION_TIME_LIMIT_S = 30.0
+
+SAGEMAKER = botocore.session.get_session().get_service_model("sagemaker")
+CREATE_TRAINING_JOB: OperationModel = SAGEMAKER.operation_model("CreateTrainingJob")
+DESCRIBE_TRAINING_JOB: OperationModel = SAGEMAKER.operation_model("DescribeTrainingJob")
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# CloudFormation intrinsics -> the concrete values of one deployment
+
+
+class UnresolvableIntrinsic(AssertionError):
+    """The template uses an intrinsic (or references a resource type) the resolver does not know: teach it."""
+
+
+def partition_of(region: str) -> str:
+    if region.startswith("cn-"):
+        return "aws-cn"
+    if region.startswith("us-gov-"):
+        return "aws-us-gov"
+    return "aws"
+
+
+#: resource type -> (what Ref returns: "name" or "arn", the property that names it, the ARN GetAtt Arn returns)
+_RESOURCE_NAMES: dict[str, tuple[str, str, str]] = {
+    "AWS::S3::Bucket": ("name", "BucketName", "arn:{partition}:s3:::{name}"),
+    "AWS::IAM::Role": ("name", "RoleName", "arn:{partition}:iam::{account}:role{path}{name}"),
+    "AWS::Lambda::Function": ("name", "FunctionName", "arn:{partition}:lambda:{region}:{account}:function:{name}"),
+    "AWS::SNS::Topic": ("arn", "TopicName", "arn:{partition}:sns:{region}:{account}:{name}"),
+    "AWS::Logs::LogGroup": ("name", "LogGroupName", "arn:{partition}:logs:{region}:{account}:log-group:{name}:*"),
+}
+
+
+class TemplateResolver:
+    """Resolves Ref, Fn::GetAtt (Arn), Fn::Join, Fn::Sub and Fn::FindInMap in one synthesized template to the values
+    a deployment of it to ``region`` in account 123456789012 would have. Anything else raises UnresolvableIntrinsic:
+    a placeholder could hide exactly the kind of mistake this test is for."""
+
+    def __init__(self, stack_name: str, template: dict[str, Any], region: str, account: str = ACCOUNT) -> None:
+        self.stack_name = stack_name
+        self.template = template
+        self.region = region
+        self.account = account
+        self.partition = partition_of(region)
+        self.pseudo_parameters = {
+            "AWS::AccountId": account,
+            "AWS::Region": region,
+            "AWS::Partition": self.partition,
+            "AWS::URLSuffix": "amazonaws.com.cn" if self.partition == "aws-cn" else "amazonaws.com",
+            "AWS::StackName": stack_name,
+        }
+
+    def resolve(self, value: Any) -> Any:
+        if isinstance(value, list):
+            return [self.resolve(item) for item in value]
+        if isinstance(value, dict):
+            if len(value) == 1:
+                ((key, argument),) = value.items()
+                if key == "Ref" or key.startswith("Fn::"):
+                    handler = {
+                        "Ref": self._ref,
+                        "Fn::GetAtt": self._get_att,
+                        "Fn::Join": self._join,
+                        "Fn::Sub": self._sub,
+                        "Fn::FindInMap": self._find_in_map,
+                    }.get(key)
+                    if handler is None:
+                        raise UnresolvableIntrinsic(f"{self.stack_name}: no resolver for {key}: {json.dumps(value)}")
+                    return handler(argument)
+            return {key: self.resolve(item) for key, item in value.items()}
+        return value
+
+    def _resource(self, logical_id: str) -> tuple[str, dict[str, Any]]:
+        resource = self.template.get("Resources", {}).get(logical_id)
+        if resource is None:
+            raise UnresolvableIntrinsic(f"{self.stack_name}: {logical_id} is neither a resource nor a pseudo parameter")
+        if resource["Type"] not in _RESOURCE_NAMES:
+            raise UnresolvableIntrinsic(f"{self.stack_name}: no physical name for {logical_id} ({resource['Type']})")
+        return resource["Type"], resource.get("Properties", {})
+
+    def physical_name(self, logical_id: str) -> str:
+        """The resource's own name property, or a name like the one CloudFormation generates."""
+        resource_type, properties = self._resource(logical_id)
+        name_property = _RESOURCE_NAMES[resource_type][1]
+        if name_property in properties:
+            return self.resolve(properties[name_property])
+        suffix = hashlib.sha256(f"{self.stack_name}/{logical_id}".encode()).hexdigest()[:12]
+        if resource_type == "AWS::S3::Bucket":
+            return f"{self.stack_name}-{logical_id}"[:50].lower() + "-" + suffix
+        return f"{self.stack_name}-{logical_id}"[:51] + "-" + suffix.upper()
+
+    def arn(self, logical_id: str) -> str:
+        resource_type, properties = self._resource(logical_id)
+        return _RESOURCE_NAMES[resource_type][2].format(
+            partition=self.partition,
+            region=self.region,
+            account=self.account,
+            path=self.resolve(properties.get("Path", "/")),
+            name=self.physical_name(logical_id),
+        )
+
+    def _ref(self, target: str) -> str:
+        if target in self.pseudo_parameters:
+            return self.pseudo_parameters[target]
+        if target.startswith("AWS::") or target in self.template.get("Parameters", {}):
+            raise UnresolvableIntrinsic(f"{self.stack_name}: no value for the parameter {target}")
+        resource_type, _ = self._resource(target)
+        return self.arn(target) if _RESOURCE_NAMES[resource_type][0] == "arn" else self.physical_name(target)
+
+    def _get_att(self, argument: list[str] | str) -> str:
+        logical_id, attribute = argument.split(".", 1) if isinstance(argument, str) else argument
+        if attribute != "Arn":
+            raise UnresolvableIntrinsic(f"{self.stack_name}: no resolver for Fn::GetAtt {logical_id}.{attribute}")
+        return self.arn(logical_id)
+
+    def _join(self, argument: list[Any]) -> str:
+        delimiter, items = argument
+        parts = self.resolve(items)
+        if not all(isinstance(part, str) for part in parts):
+            raise UnresolvableIntrinsic(f"{self.stack_name}: Fn::Join of non-strings {parts!r}")
+        return delimiter.join(parts)
+
+    def _sub(self, argument: str | list[Any]) -> str:
+        text, variables = (argument, {}) if isinstance(argument, str) else argument
+        variables = self.resolve(variables)
+
+        def substitute(match: re.Match[str]) -> str:
+            name = match.group(1)
+            if name.startswith("!"):  # ${!Literal} is the literal text ${Literal}
+                return "${" + name[1:] + "}"
+            if name in variables:
+                return variables[name]
+            if "." in name:
+                return self._get_att(name)
+            return self._ref(name)
+
+        return re.sub(r"\$\{([^}]*)\}", substitute, text)
+
+    def _find_in_map(self, argument: list[Any]) -> Any:
+        if len(argument) != 3:
+            raise UnresolvableIntrinsic(f"{self.stack_name}: Fn::FindInMap with a default value {argument!r}")
+        map_name, top_key, second_key = self.resolve(argument)
+        try:
+            return self.template["Mappings"][map_name][top_key][second_key]
+        except KeyError as missing:
+            raise UnresolvableIntrinsic(
+                f"{self.stack_name}: Fn::FindInMap {[map_name, top_key, second_key]} has no value ({missing})"
+            ) from None
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The reference app
+
+
+@dataclass(frozen=True)
+class Machine:
+    stack_name: str
+    region: str
+    logical_id: str
+    job: ProfiledTrainingJob
+    definition: dict[str, Any]  # resolved, as synthesized
+
+    @property
+    def task(self) -> dict[str, Any]:
+        return self.definition["States"]["CreateTrainingJob"]
+
+
+def _region(stack: cdk.Stack) -> str:
+    return DEFAULT_REGION if cdk.Token.is_unresolved(stack.region) else stack.region
+
+
+@pytest.fixture(scope="module")
+def machines() -> dict[str, list[Machine]]:
+    """Every state machine of every reference stack, with the ProfiledTrainingJob that created it."""
+    app = build_app(cdk.App(), nag=False)
+    assembly = app.synth()
+    found: dict[str, list[Machine]] = {}
+    for stack in (child for child in app.node.children if isinstance(child, cdk.Stack)):
+        template = assembly.get_stack_by_name(stack.stack_name).template
+        resolver = TemplateResolver(stack.stack_name, template, _region(stack))
+        jobs = {
+            stack.resolve(job.state_machine.node.default_child.logical_id): job
+            for job in stack.node.find_all()
+            if isinstance(job, ProfiledTrainingJob)
+        }
+        found[stack.stack_name] = []
+        for logical_id, resource in template["Resources"].items():
+            if resource["Type"] != "AWS::StepFunctions::StateMachine":
+                continue
+            assert logical_id in jobs, f"{stack.stack_name}/{logical_id} is no ProfiledTrainingJob's: teach this test"
+            definition = resolver.resolve(resource["Properties"]["DefinitionString"])
+            assert isinstance(definition, str), f"{stack.stack_name}/{logical_id}: DefinitionString is no string"
+            found[stack.stack_name].append(
+                Machine(stack.stack_name, resolver.region, logical_id, jobs[logical_id], json.loads(definition))
+            )
+    return found
+
+
+def as_aws_sdk_task(machine: Machine) -> dict[str, Any]:
+    """The definition with CreateTrainingJob's ``.sync`` integration replaced by the aws-sdk one (see the module
+    docstring). Its output is CreateTrainingJob's response, so the ResultSelector keeps only the fields that response
+    has; the others must at least exist in DescribeTrainingJob's response, which is what ``.sync`` returns."""
+    definition = copy.deepcopy(machine.definition)
+    task = definition["States"]["CreateTrainingJob"]
+    match = SYNC_RESOURCE.fullmatch(task["Resource"])
+    assert match, (
+        f"{machine.stack_name}: CreateTrainingJob's Resource is {task['Resource']!r}, not the .sync integration"
+    )
+    task["Resource"] = AWS_SDK_RESOURCE.format(partition=match["partition"])
+    selector = {}
+    for key, path in task.get("ResultSelector", {}).items():
+        field = path.removeprefix("$.")
+        assert field in DESCRIBE_TRAINING_JOB.output_shape.members, (
+            f"{machine.stack_name}: ResultSelector {key}: {path} is not in DescribeTrainingJob's response (.sync output)"
+        )
+        if field in CREATE_TRAINING_JOB.output_shape.members:
+            selector[key] = path
+    assert selector, f"{machine.stack_name}: the ResultSelector keeps nothing of CreateTrainingJob's response"
+    task["ResultSelector"] = selector
+    return definition
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# The request against botocore's model
+
+
+def model_violations(value: Any, shape: Shape, where: str = "") -> list[str]:
+    """What SageMaker's service-side validation would reject and botocore's ParamValidator does not check: maximum
+    lengths and values, patterns (Java regexes, matched against the whole value) and enums."""
+    problems: list[str] = []
+    metadata = shape.metadata
+    if shape.type_name == "structure":
+        for key, item in value.items():
+            if key in shape.members:
+                problems += model_violations(item, shape.members[key], f"{where}.{key}")
+    elif shape.type_name == "list":
+        for index, item in enumerate(value):
+            problems += model_violations(item, shape.member, f"{where}[{index}]")
+    elif shape.type_name == "map":
+        for key, item in value.items():
+            problems += model_violations(key, shape.key, f"{where} key {key!r}")
+            problems += model_violations(item, shape.value, f"{where}[{key!r}]")
+    if "max" in metadata:
+        size = value if isinstance(value, (int, float)) else len(value)
+        if size > metadata["max"]:
+            problems.append(f"{where}: {size} exceeds the maximum {metadata['max']}")
+    if isinstance(value, str) and "pattern" in metadata and not regex.fullmatch(metadata["pattern"], value):
+        problems.append(f"{where}: {value!r} does not match {metadata['pattern']!r}")
+    if isinstance(value, str) and "enum" in metadata and value not in metadata["enum"]:
+        problems.append(f"{where}: {value!r} is not one of the model's values")
+    return problems
+
+
+def assert_valid_create_training_job(request: dict[str, Any], where: str) -> None:
+    report = ParamValidator().validate(request, CREATE_TRAINING_JOB.input_shape)
+    assert not report.has_errors(), f"{where}: botocore rejects the request:\n{report.generate_report()}"
+    problems = model_violations(request, CREATE_TRAINING_JOB.input_shape)
+    assert not problems, f"{where}: the request breaks the sagemaker model's constraints:\n" + "\n".join(problems)
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Executions
+
+
+def run_to_completion(sfn, state_machine_arn: str, name: str) -> dict[str, Any]:
+    """Start an execution and wait (bounded) until it leaves RUNNING; its describe_execution."""
+    execution_arn = sfn.start_execution(stateMachineArn=state_machine_arn, name=name, input="{}")["executionArn"]
+    deadline = time.monotonic() + EXECUTION_TIME_LIMIT_S
+    while (execution := sfn.describe_execution(executionArn=execution_arn))["status"] == "RUNNING":
+        if time.monotonic() > deadline:
+            pytest.fail(f"{name} still RUNNING after {EXECUTION_TIME_LIMIT_S:.0f} s:\n{history(sfn, execution_arn)}")
+        time.sleep(0.05)
+    return execution
+
+
+def history(sfn, execution_arn: str) -> str:
+    lines = []
+    for event in sfn.get_execution_history(executionArn=execution_arn)["events"]:
+        details = {key: value for key, value in event.items() if key.endswith("EventDetails")}
+        lines.append(f"  {event['type']} {json.dumps(details, default=str)[:2000]}")
+    return "\n".join(lines)
+
+
+def scheduled_parameters(sfn, execution_arn: str) -> list[dict[str, Any]]:
+    """The requests the interpreter computed (its TaskScheduled events)."""
+    events = sfn.get_execution_history(executionArn=execution_arn)["events"]
+    return [json.loads(e["taskScheduledEventDetails"]["parameters"]) for e in events if e["type"] == "TaskScheduled"]
+
+
+class SentRequests:
+    """Every CreateTrainingJob request a botocore client of the default boto3 session sends, as the client got it.
+
+    moto's interpreter makes its aws-sdk calls with ``boto3.client(...)`` (so through botocore's serializer into moto's
+    SageMaker) but with ``parameter_validation=False``: the requests are validated here instead."""
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        boto3.setup_default_session()  # inside mock_aws: a session that lives as long as the mock
+        boto3.DEFAULT_SESSION.events.register("provide-client-params.sagemaker.CreateTrainingJob", self._record)
+
+    def _record(self, params: dict[str, Any], **_: Any) -> None:
+        self.requests.append(copy.deepcopy(params))
+
+
+def expected_request(machine: Machine, job_name: str) -> dict[str, Any]:
+    """The template's Parameters with the one computed field, the job name, filled in."""
+    parameters = copy.deepcopy(machine.task["Parameters"])
+    dynamic = [key for key in parameters if key.endswith(".$")]
+    assert dynamic == ["TrainingJobName.$"], f"{machine.stack_name}: unexpected computed parameters {dynamic}"
+    del parameters["TrainingJobName.$"]
+    return {"TrainingJobName": job_name, **parameters}
+
+
+def assert_described_as_requested(described: dict[str, Any], request: dict[str, Any], where: str) -> None:
+    for key, value in request.items():
+        if key in NOT_STORED_BY_MOTO:
+            continue
+        assert key in described, f"{where}: DescribeTrainingJob lacks {key} (stored by moto? then check it here)"
+        if key == "AlgorithmSpecification":  # moto adds MetricDefinitions of its own
+            described_value = {k: v for k, v in described[key].items() if k in value}
+        else:
+            described_value = described[key]
+        assert described_value == value, f"{where}: {key} is {described_value!r}, requested {value!r}"
+
+
+# ----------------------------------------------------------------------------------------------------------------------
+# Tests
+
+
+@pytest.mark.parametrize("stack_name", list(REFERENCE_STACKS))
+def test_state_machine_runs_in_moto(machines: dict[str, list[Machine]], stack_name: str) -> None:
+    if not machines[stack_name]:
+        pytest.skip(f"{stack_name} has no state machine")
+    for machine in machines[stack_name]:
+        with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+            run_machine(machine)
+
+
+def run_machine(machine: Machine) -> None:
+    where = f"{machine.stack_name}/{machine.logical_id}"
+    prefix = machine.job.job_name_prefix
+    name_pattern = re.compile(rf"{re.escape(prefix)}-[0-9a-f]{{20}}")
+    sent = SentRequests()
+    sfn = boto3.client("stepfunctions", region_name=machine.region)
+    sagemaker = boto3.client("sagemaker", region_name=machine.region)
+    state_machine_arn = sfn.create_state_machine(
+        name=machine.logical_id,
+        definition=json.dumps(as_aws_sdk_task(machine)),
+        roleArn=f"arn:{partition_of(machine.region)}:iam::{ACCOUNT}:role/{machine.logical_id}Role",
+    )["stateMachineArn"]
+
+    names: list[str] = []
+    for run in (1, 2):
+        execution = run_to_completion(sfn, state_machine_arn, f"run-{run}")
+        assert execution["status"] == "SUCCEEDED", (
+            f"{where} run {run} {execution['status']}:\n{history(sfn, execution['executionArn'])}"
+        )
+
+        # The interpreter computed one request, botocore sent exactly that, and it is the template's request.
+        (computed,) = scheduled_parameters(sfn, execution["executionArn"])
+        assert len(sent.requests) == run, f"{where}: {len(sent.requests)} CreateTrainingJob calls after run {run}"
+        request = sent.requests[-1]
+        assert request == computed, f"{where}: botocore sent {request!r}\nthe interpreter computed {computed!r}"
+        job_name = request["TrainingJobName"]
+        assert name_pattern.fullmatch(job_name), f"{where}: job name {job_name!r} is not {prefix}-<20 hex>"
+        assert request == expected_request(machine, job_name), f"{where}: the request differs from the template"
+        assert_valid_create_training_job(request, where)
+
+        # The job exists, once, and its output is what the (adapted) ResultSelector took from the response.
+        jobs = sagemaker.list_training_jobs(MaxResults=100)["TrainingJobSummaries"]
+        assert sorted(job["TrainingJobName"] for job in jobs) == sorted([*names, job_name]), (
+            f"{where}: after run {run} the training jobs are {[job['TrainingJobName'] for job in jobs]}"
+        )
+        described = sagemaker.describe_training_job(TrainingJobName=job_name)
+        output = json.loads(execution["output"])
+        assert output["trainingJob"] == {"TrainingJobArn": described["TrainingJobArn"]}, f"{where}: output {output}"
+        assert_described_as_requested(described, request, where)
+        names.append(job_name)
+
+    assert names[0] != names[1], f"{where}: two executions named their jobs alike: {names}"
+
+    # What the reference stacks promise about the request.
+    channels = [channel["ChannelName"] for channel in request.get("InputDataConfig", [])]
+    if machine.job.rule_engine is RuleEngine.DEBUGGER:
+        assert "ProfilerConfig" in request, f"{where}: a RuleEngine.DEBUGGER job without ProfilerConfig"
+    else:
+        present = [field for field in DEBUGGER_FIELDS if field in request]
+        assert not present, f"{where}: a RuleEngine.EVALUATOR job sends Debugger fields {present}"
+    assert (SAMPLER_CHANNEL in channels) == (machine.job.sampler is not None), (
+        f"{where}: channels {channels} with sampler {machine.job.sampler!r}"
+    )
+
+
+def test_sync_integration_is_what_moto_cannot_run(machines: dict[str, list[Machine]]) -> None:
+    """Why the other tests swap the integration: the definition as synthesized fails in moto before it computes a
+    request. When this fails, moto runs ``sagemaker:createTrainingJob.sync``: execute the definitions unchanged."""
+    machine = machines["Training"][0]
+    with mock_aws(config={"stepfunctions": {"execute_state_machine": True}}):
+        sfn = boto3.client("stepfunctions", region_name=machine.region)
+        state_machine_arn = sfn.create_state_machine(
+            name=machine.logical_id,
+            definition=json.dumps(machine.definition),
+            roleArn=f"arn:aws:iam::{ACCOUNT}:role/{machine.logical_id}Role",
+        )["stateMachineArn"]
+        execution = run_to_completion(sfn, state_machine_arn, "as-synthesized")
+        events = sfn.get_execution_history(executionArn=execution["executionArn"])["events"]
+    failures = [e["executionFailedEventDetails"] for e in events if e["type"] == "ExecutionFailed"]
+    assert execution["status"] == "FAILED" and len(failures) == 1, (
+        f"moto now runs the .sync integration ({execution['status']}): drop as_aws_sdk_task and run it unchanged"
+    )
+    assert failures[0]["error"] == "States.Runtime"
+    assert "Unsupported sync callback procedure" in failures[0]["cause"], failures[0]["cause"]
+
+
+def test_resolver_refuses_what_it_does_not_know() -> None:
+    template = {"Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}, "Parameters": {"BootstrapVersion": {}}}
+    resolver = TemplateResolver("S", template, "us-east-1")
+    assert resolver.resolve({"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":x"]]}) == "arn:aws:x"
+    for unknown in (
+        {"Fn::ImportValue": "Elsewhere"},
+        {"Ref": "Queue"},
+        {"Ref": "BootstrapVersion"},
+        {"Ref": "AWS::NotificationARNs"},
+        {"Fn::Sub": "${Missing}"},
+    ):
+        with pytest.raises(UnresolvableIntrinsic):
+            resolver.resolve(unknown)
