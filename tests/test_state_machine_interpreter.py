@@ -21,7 +21,6 @@ the Retry, which no error in these executions reaches.
 from __future__ import annotations
 
 import copy
-import hashlib
 import json
 import re
 import time
@@ -36,12 +35,12 @@ import regex
 from botocore.model import OperationModel, Shape
 from botocore.validate import ParamValidator
 from moto import mock_aws
+from template_values import ACCOUNT, TemplateResolver, UnresolvableIntrinsic, partition_of
 
 from cdk_sagemaker_debugger import ProfiledTrainingJob, RuleEngine
 from cdk_sagemaker_debugger.constructs.sampler import SAMPLER_CHANNEL
 from stacks.registry import REFERENCE_STACKS, build_app
 
-ACCOUNT = "123456789012"
 #: Where an environment-agnostic stack is assumed to be deployed.
 DEFAULT_REGION = "us-east-1"
 SYNC_RESOURCE = re.compile(r"arn:(?P<partition>aws[a-z-]*):states:::sagemaker:createTrainingJob\.sync")
@@ -59,145 +58,6 @@ DESCRIBE_TRAINING_JOB: OperationModel = SAGEMAKER.operation_model("DescribeTrain
 
 # ----------------------------------------------------------------------------------------------------------------------
 # CloudFormation intrinsics -> the concrete values of one deployment
-
-
-class UnresolvableIntrinsic(AssertionError):
-    """The template uses an intrinsic (or references a resource type) the resolver does not know: teach it."""
-
-
-def partition_of(region: str) -> str:
-    if region.startswith("cn-"):
-        return "aws-cn"
-    if region.startswith("us-gov-"):
-        return "aws-us-gov"
-    return "aws"
-
-
-#: resource type -> (what Ref returns: "name" or "arn", the property that names it, the ARN GetAtt Arn returns)
-_RESOURCE_NAMES: dict[str, tuple[str, str, str]] = {
-    "AWS::S3::Bucket": ("name", "BucketName", "arn:{partition}:s3:::{name}"),
-    "AWS::IAM::Role": ("name", "RoleName", "arn:{partition}:iam::{account}:role{path}{name}"),
-    "AWS::Lambda::Function": ("name", "FunctionName", "arn:{partition}:lambda:{region}:{account}:function:{name}"),
-    "AWS::SNS::Topic": ("arn", "TopicName", "arn:{partition}:sns:{region}:{account}:{name}"),
-    "AWS::Logs::LogGroup": ("name", "LogGroupName", "arn:{partition}:logs:{region}:{account}:log-group:{name}:*"),
-}
-
-
-class TemplateResolver:
-    """Resolves Ref, Fn::GetAtt (Arn), Fn::Join, Fn::Sub and Fn::FindInMap in one synthesized template to the values
-    a deployment of it to ``region`` in account 123456789012 would have. Anything else raises UnresolvableIntrinsic:
-    a placeholder could hide exactly the kind of mistake this test is for."""
-
-    def __init__(self, stack_name: str, template: dict[str, Any], region: str, account: str = ACCOUNT) -> None:
-        self.stack_name = stack_name
-        self.template = template
-        self.region = region
-        self.account = account
-        self.partition = partition_of(region)
-        self.pseudo_parameters = {
-            "AWS::AccountId": account,
-            "AWS::Region": region,
-            "AWS::Partition": self.partition,
-            "AWS::URLSuffix": "amazonaws.com.cn" if self.partition == "aws-cn" else "amazonaws.com",
-            "AWS::StackName": stack_name,
-        }
-
-    def resolve(self, value: Any) -> Any:
-        if isinstance(value, list):
-            return [self.resolve(item) for item in value]
-        if isinstance(value, dict):
-            if len(value) == 1:
-                ((key, argument),) = value.items()
-                if key == "Ref" or key.startswith("Fn::"):
-                    handler = {
-                        "Ref": self._ref,
-                        "Fn::GetAtt": self._get_att,
-                        "Fn::Join": self._join,
-                        "Fn::Sub": self._sub,
-                        "Fn::FindInMap": self._find_in_map,
-                    }.get(key)
-                    if handler is None:
-                        raise UnresolvableIntrinsic(f"{self.stack_name}: no resolver for {key}: {json.dumps(value)}")
-                    return handler(argument)
-            return {key: self.resolve(item) for key, item in value.items()}
-        return value
-
-    def _resource(self, logical_id: str) -> tuple[str, dict[str, Any]]:
-        resource = self.template.get("Resources", {}).get(logical_id)
-        if resource is None:
-            raise UnresolvableIntrinsic(f"{self.stack_name}: {logical_id} is neither a resource nor a pseudo parameter")
-        if resource["Type"] not in _RESOURCE_NAMES:
-            raise UnresolvableIntrinsic(f"{self.stack_name}: no physical name for {logical_id} ({resource['Type']})")
-        return resource["Type"], resource.get("Properties", {})
-
-    def physical_name(self, logical_id: str) -> str:
-        """The resource's own name property, or a name like the one CloudFormation generates."""
-        resource_type, properties = self._resource(logical_id)
-        name_property = _RESOURCE_NAMES[resource_type][1]
-        if name_property in properties:
-            return self.resolve(properties[name_property])
-        suffix = hashlib.sha256(f"{self.stack_name}/{logical_id}".encode()).hexdigest()[:12]
-        if resource_type == "AWS::S3::Bucket":
-            return f"{self.stack_name}-{logical_id}"[:50].lower() + "-" + suffix
-        return f"{self.stack_name}-{logical_id}"[:51] + "-" + suffix.upper()
-
-    def arn(self, logical_id: str) -> str:
-        resource_type, properties = self._resource(logical_id)
-        return _RESOURCE_NAMES[resource_type][2].format(
-            partition=self.partition,
-            region=self.region,
-            account=self.account,
-            path=self.resolve(properties.get("Path", "/")),
-            name=self.physical_name(logical_id),
-        )
-
-    def _ref(self, target: str) -> str:
-        if target in self.pseudo_parameters:
-            return self.pseudo_parameters[target]
-        if target.startswith("AWS::") or target in self.template.get("Parameters", {}):
-            raise UnresolvableIntrinsic(f"{self.stack_name}: no value for the parameter {target}")
-        resource_type, _ = self._resource(target)
-        return self.arn(target) if _RESOURCE_NAMES[resource_type][0] == "arn" else self.physical_name(target)
-
-    def _get_att(self, argument: list[str] | str) -> str:
-        logical_id, attribute = argument.split(".", 1) if isinstance(argument, str) else argument
-        if attribute != "Arn":
-            raise UnresolvableIntrinsic(f"{self.stack_name}: no resolver for Fn::GetAtt {logical_id}.{attribute}")
-        return self.arn(logical_id)
-
-    def _join(self, argument: list[Any]) -> str:
-        delimiter, items = argument
-        parts = self.resolve(items)
-        if not all(isinstance(part, str) for part in parts):
-            raise UnresolvableIntrinsic(f"{self.stack_name}: Fn::Join of non-strings {parts!r}")
-        return delimiter.join(parts)
-
-    def _sub(self, argument: str | list[Any]) -> str:
-        text, variables = (argument, {}) if isinstance(argument, str) else argument
-        variables = self.resolve(variables)
-
-        def substitute(match: re.Match[str]) -> str:
-            name = match.group(1)
-            if name.startswith("!"):  # ${!Literal} is the literal text ${Literal}
-                return "${" + name[1:] + "}"
-            if name in variables:
-                return variables[name]
-            if "." in name:
-                return self._get_att(name)
-            return self._ref(name)
-
-        return re.sub(r"\$\{([^}]*)\}", substitute, text)
-
-    def _find_in_map(self, argument: list[Any]) -> Any:
-        if len(argument) != 3:
-            raise UnresolvableIntrinsic(f"{self.stack_name}: Fn::FindInMap with a default value {argument!r}")
-        map_name, top_key, second_key = self.resolve(argument)
-        try:
-            return self.template["Mappings"][map_name][top_key][second_key]
-        except KeyError as missing:
-            raise UnresolvableIntrinsic(
-                f"{self.stack_name}: Fn::FindInMap {[map_name, top_key, second_key]} has no value ({missing})"
-            ) from None
 
 
 # ----------------------------------------------------------------------------------------------------------------------
