@@ -34,6 +34,10 @@ _EXPORTS: dict[str, str] = {
     "TensorBoardOutputConfig": "cdk_sagemaker_debugger.model.debug_hook",
     "Distribution": "cdk_sagemaker_debugger.model.distribution",
     "RuleEngine": "cdk_sagemaker_debugger.model.rule_engine",
+    "TrainingImageConfig": "cdk_sagemaker_debugger.model.request_members",
+    "InstanceGroup": "cdk_sagemaker_debugger.model.request_members",
+    "ExperimentConfig": "cdk_sagemaker_debugger.model.request_members",
+    "MlflowConfig": "cdk_sagemaker_debugger.model.request_members",
     # constructs (import aws_cdk on first use)
     "ProfilerRuleSet": "cdk_sagemaker_debugger.constructs.rule_set",
     "ProfiledTrainingJob": "cdk_sagemaker_debugger.constructs.training_job",
@@ -42,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "RuleAlarm": "cdk_sagemaker_debugger.constructs.rule_alarm",
     "RuleEvaluator": "cdk_sagemaker_debugger.constructs.rule_evaluator",
     "MetricsSource": "cdk_sagemaker_debugger.constructs.rule_evaluator",
+    "TrainingPipeline": "cdk_sagemaker_debugger.constructs.pipeline",
 }
 
 _SUBMODULES = {"rules", "images", "debugger_rules", "model", "constructs", "runtime", "cli"}
@@ -67,6 +72,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from . import debugger_rules, images, rules  # noqa: F401
+    from .constructs.pipeline import TrainingPipeline  # noqa: F401
     from .constructs.rule_alarm import RuleAlarm  # noqa: F401
     from .constructs.rule_evaluator import MetricsSource, RuleEvaluator  # noqa: F401
     from .constructs.rule_set import ProfilerRuleSet  # noqa: F401
@@ -81,4 +87,5 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         RequestValidationError,
         UnsupportedRegionError,
     )
+    from .model.request_members import ExperimentConfig, InstanceGroup, MlflowConfig, TrainingImageConfig  # noqa: F401
     from .model.rule_engine import RuleEngine  # noqa: F401

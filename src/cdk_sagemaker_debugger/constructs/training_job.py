@@ -39,6 +39,15 @@ from ..model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
 from ..model.profiler_config import ProfilerConfig, framework_profiling_deprecation
 from ..model.profiler_rules import ProfilerRule
 from ..model.rule_engine import RuleEngine
+from ..model.pipeline_definition import PIPELINE_JOB_NAME_PREFIX, training_step
+from ..model.request_members import (
+    ExperimentConfig,
+    InstanceGroup,
+    MlflowConfig,
+    RequestMembers,
+    TrainingImageConfig,
+    request_members,
+)
 from ..model.training_request import (
     TRAINING_INPUT_MODES,
     assemble_request,
@@ -184,6 +193,25 @@ class ProfiledTrainingJob(Construct):
       fail when the construct is created, or at synth for rules added later.
 
     A role you pass is used unchanged (no grants).
+
+    The rest of CreateTrainingJob (docs/request.md has every member and the prop that sets it); each default leaves the
+    member out of the request:
+
+    * ``metric_definitions``: ``{"train:loss": r"loss=([0-9.]+)"}``, metric name -> regex whose first group captures
+      the value (``AlgorithmSpecification.MetricDefinitions``, at most 40). Default: None.
+    * ``enable_sagemaker_metrics_time_series``: Default: None.
+    * ``retry_attempts``: ``RetryStrategy.MaximumRetryAttempts``, 1-30. Default: None (no retries).
+    * ``training_image_config``: a :class:`TrainingImageConfig` for a private registry. Default: None.
+    * ``instance_groups``: :class:`InstanceGroup` s of a heterogeneous cluster, instead of ``instance_type`` and
+      ``instance_count`` (leave those at their defaults). Default: None.
+    * ``keep_alive``: warm pool, ``cdk.Duration`` in whole seconds (``KeepAlivePeriodInSeconds``, range from botocore's
+      model). Default: None.
+    * ``infra_check``, ``remote_debug``, ``session_tag_chaining``: ``Enable*`` flags. Default: None.
+    * ``container_entrypoint``, ``container_arguments``: lists of strings. Default: None (the image's own).
+    * ``experiment_config``: an :class:`ExperimentConfig`. Default: None.
+    * ``mlflow``: an :class:`MlflowConfig`. Default: None.
+    * ``request_overrides``: any member no prop sets, deep-merged into AlgorithmSpecification, OutputDataConfig,
+      ResourceConfig and StoppingCondition or set whole; members a prop sets are refused. Default: None.
     """
 
     def __init__(
@@ -228,6 +256,20 @@ class ProfiledTrainingJob(Construct):
         tensorboard: TensorBoardOutputConfig | None = None,
         distribution: Distribution | None = None,
         run_on_deploy: bool = False,
+        metric_definitions: Mapping[str, str] | None = None,
+        enable_sagemaker_metrics_time_series: bool | None = None,
+        retry_attempts: int | None = None,
+        training_image_config: TrainingImageConfig | None = None,
+        instance_groups: Sequence[InstanceGroup] | None = None,
+        keep_alive: cdk.Duration | None = None,
+        infra_check: bool | None = None,
+        remote_debug: bool | None = None,
+        container_entrypoint: Sequence[str] | None = None,
+        container_arguments: Sequence[str] | None = None,
+        experiment_config: ExperimentConfig | None = None,
+        mlflow: MlflowConfig | None = None,
+        session_tag_chaining: bool | None = None,
+        request_overrides: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(scope, id)
         # Each CDK call is a round trip to the jsii process: look the stack, region and path up once (the path only
@@ -321,6 +363,16 @@ class ProfiledTrainingJob(Construct):
         self.enable_network_isolation = enable_network_isolation
         self.encrypt_inter_container_traffic = encrypt_inter_container_traffic
         self.tags = dict(tags or {})
+        #: The request members beyond the basics (docs/request.md), checked against botocore's model and rendered.
+        self.request_members: RequestMembers = request_members(
+            where=where, instance_type=instance_type, instance_count=instance_count,
+            metric_definitions=metric_definitions,
+            enable_sagemaker_metrics_time_series=enable_sagemaker_metrics_time_series, retry_attempts=retry_attempts,
+            training_image_config=training_image_config, instance_groups=instance_groups,
+            keep_alive_seconds=None if keep_alive is None else keep_alive.to_milliseconds() / 1000,
+            infra_check=infra_check, remote_debug=remote_debug, container_entrypoint=container_entrypoint,
+            container_arguments=container_arguments, experiment_config=experiment_config, mlflow=mlflow,
+            session_tag_chaining=session_tag_chaining, request_overrides=request_overrides)
         self.framework: FrameworkInfo | None = parse_training_image(training_image)
         self._check_profiler_features()
         #: The sampler the job's containers run (RuleEngine.EVALUATOR), or None.
@@ -596,7 +648,7 @@ class ProfiledTrainingJob(Construct):
                 channels.append(self.sampler.channel(self.sampler_bundle))
                 environment = dict(environment or {})
                 environment.update(self.sampler.environment(self.sampler_bundle, self.profiler_s3_uri, environment))
-        return assemble_request(
+        return assemble_request(self.request_members.apply(
             {
                 "TrainingJobName": job_name or example_job_name(self.job_name_prefix),
                 "AlgorithmSpecification": spec,
@@ -615,7 +667,7 @@ class ProfiledTrainingJob(Construct):
                 "CheckpointConfig": checkpoint,
                 **debugger,
             }
-        )
+        ))
 
     def _default_profiler(self, instance_type: str) -> ProfilerConfig:
         """System monitoring on, unless SageMaker cannot run it here (the SDK's behaviour): Debugger-less regions and
@@ -1115,6 +1167,57 @@ class ProfiledTrainingJob(Construct):
         resource = self.deploy_trigger.node.find_child("Resource").node.default_child
         resource.add_property_override("RequestHash", request_hash)  # type: ignore[union-attr]
         self.deploy_trigger.node.add_dependency(self.state_machine)
+
+    # -- SageMaker Pipelines -------------------------------------------------------------------------------------------
+    def pipeline_step(
+        self,
+        name: str,
+        *,
+        depends_on: Sequence[str] | None = None,
+        display_name: str | None = None,
+        description: str | None = None,
+        cache_expire_after: str | None = None,
+    ) -> dict[str, Any]:
+        """A SageMaker Pipelines Training step running this job's request, for :class:`TrainingPipeline`.
+
+        The step's ``Arguments`` are :meth:`render_request` without ``TrainingJobName`` (Pipelines names each job
+        ``pipelines-<execution id>-<step name>-<random>``), checked against CreateTrainingJob in botocore's model with a
+        placeholder name. It is a snapshot: call it after ``add_debugger_rule``. With RuleEngine.EVALUATOR the sampler
+        channel and environment come along (the bundle is an S3 asset referenced by URL) and, when this construct
+        created the execution role, the role may upload the profiler files of ``pipelines-*`` runs too. This
+        construct's evaluator, RuleAlarm and metric searches select jobs by ``job_name_prefix``, so they do not see
+        pipeline runs.
+
+        :param name: the step's name: letters, digits, ``-`` and ``_``, up to 64 characters.
+        :param depends_on: names of steps of the same pipeline that must finish first. Default: None.
+        :param display_name: shown in SageMaker Studio. Default: None.
+        :param description: Default: None.
+        :param cache_expire_after: turn step caching on, reusing a successful run with the same arguments for this
+            ISO 8601 duration (e.g. ``"P30D"``). Default: None (no caching).
+        """
+        step = training_step(name, self.render_request(), depends_on=depends_on, display_name=display_name,
+                             description=description, cache_expire_after=cache_expire_after, where=self._where)
+        dropped = sorted(set(self.request_members.top.get("ExperimentConfig", {})) - {"TrialComponentDisplayName"})
+        if dropped:
+            self._warn("pipelineExperimentConfig", f"Pipeline step {name!r} leaves out ExperimentConfig "
+                       f"{', '.join(dropped)}: Pipelines associates its jobs with the pipeline's own experiment and "
+                       "trial (the SageMaker Python SDK drops them too).")
+        _ = self._pipeline_sampler_uploads
+        return step
+
+    @functools.cached_property
+    def _pipeline_sampler_uploads(self) -> str | None:
+        """Once: let the execution role this construct created upload the sampler files of pipeline runs."""
+        if self.sampler_bundle is None or self._owned_role is None:
+            return None
+        match = _S3_URI.match(self.profiler_s3_uri) if not is_token(self.profiler_s3_uri) else None
+        key = match["key"].strip("/") if match else self.output_prefix
+        bucket_arn = f"arn:{self._partition}:s3:::{match['bucket']}" if match else self._output_bucket_arn
+        uploads = f"{bucket_arn}/{key + '/' if key else ''}{PIPELINE_JOB_NAME_PREFIX}-*/profiler-output/*"
+        self._allow({"Effect": "Allow", "Action": "s3:PutObject", "Resource": uploads})
+        self._acknowledge({f"Resource::{uploads}": "The sampler of a SageMaker Pipelines run uploads its profiler files "
+                           "to <job>/profiler-output/, and Pipelines names each job pipelines-<execution>-<step>-..."})
+        return uploads
 
 
 def _ecr_repository_arns(partition: str, image: str) -> list[str]:

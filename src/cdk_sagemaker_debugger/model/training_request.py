@@ -29,10 +29,15 @@ MAX_JOB_NAME_PREFIX_LENGTH = MAX_JOB_NAME_LENGTH - JOB_NAME_SUFFIX_LENGTH
 _PREFIX = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*")
 TRAINING_INPUT_MODES = ("File", "Pipe", "FastFile")
 
+# Members added after the first release sit where the SageMaker Python SDK's _get_train_request inserts them relative to
+# their neighbours (InfraCheckConfig right after the algorithm, ExperimentConfig after the VPC, RemoteDebugConfig,
+# SessionChainingConfig and RetryStrategy last); members the SDK does not send (MlflowConfig, ModelPackageConfig,
+# ServerlessJobConfig) follow. A request without them is unchanged.
 REQUEST_KEY_ORDER = (
     "TrainingJobName",
     "AlgorithmSpecification",
     "RoleArn",
+    "InfraCheckConfig",
     "InputDataConfig",
     "OutputDataConfig",
     "ResourceConfig",
@@ -41,6 +46,7 @@ REQUEST_KEY_ORDER = (
     "HyperParameters",
     "Environment",
     "Tags",
+    "ExperimentConfig",
     "EnableNetworkIsolation",
     "EnableInterContainerTrafficEncryption",
     "EnableManagedSpotTraining",
@@ -50,6 +56,12 @@ REQUEST_KEY_ORDER = (
     "TensorBoardOutputConfig",
     "ProfilerConfig",
     "ProfilerRuleConfigurations",
+    "RemoteDebugConfig",
+    "SessionChainingConfig",
+    "RetryStrategy",
+    "MlflowConfig",
+    "ModelPackageConfig",
+    "ServerlessJobConfig",
 )
 
 
