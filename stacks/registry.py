@@ -9,6 +9,7 @@ import aws_cdk as cdk
 from .alarm_stack import AlarmStack
 from .debugger_stacks import DebuggerRulesStack
 from .evaluator_stack import EvaluatorStack
+from .pipeline_stack import PipelineStack
 from .training_stacks import (
     ContractStack,
     CustomRuleStack,
@@ -27,6 +28,7 @@ REFERENCE_STACKS: dict[str, Callable[[cdk.App], cdk.Stack]] = {
     "TrainingDebugger": lambda app: DebuggerRulesStack(app, "TrainingDebugger"),
     "Evaluator": lambda app: EvaluatorStack(app, "Evaluator"),
     "Alarm": lambda app: AlarmStack(app, "Alarm"),
+    "Pipeline": lambda app: PipelineStack(app, "Pipeline"),
 }
 
 

@@ -12,7 +12,6 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IValidation
 
 from ..model.api_model import request_problems
-from ..model.errors import ConfigurationTypeError
 from ..model.pipeline_definition import (
     PIPELINE_JOB_NAME_PREFIX,
     PLACEHOLDER_JOB_NAME,
@@ -67,9 +66,6 @@ class TrainingPipeline(Construct):
             pipeline_name = cdk.Names.unique_resource_name(self, max_length=80, separator="-")
         check_pipeline_name(pipeline_name, where=where)
         self.pipeline_name: str = pipeline_name
-        if role is not None and not isinstance(role, iam.IRole):
-            raise ConfigurationTypeError(f"expected an iam.IRole, got {type(role).__name__}.", where=where,
-                                         field="role", value=role)
         #: The pipeline execution role.
         self.role: iam.IRole = role if role is not None else self._execution_role()
         stack = cdk.Stack.of(self)

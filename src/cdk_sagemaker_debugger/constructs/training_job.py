@@ -35,11 +35,10 @@ from ..model.errors import ConfigurationError, ConfigurationTypeError, Unsupport
 from ..model.frameworks import FrameworkInfo, parse_training_image
 from ..model.images import DEBUGGER_UNSUPPORTED_REGIONS
 from ..model.parameters import is_token
+from ..model.pipeline_definition import PIPELINE_JOB_NAME_PREFIX, training_step
 from ..model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
 from ..model.profiler_config import ProfilerConfig, framework_profiling_deprecation
 from ..model.profiler_rules import ProfilerRule
-from ..model.rule_engine import RuleEngine
-from ..model.pipeline_definition import PIPELINE_JOB_NAME_PREFIX, training_step
 from ..model.request_members import (
     ExperimentConfig,
     InstanceGroup,
@@ -48,6 +47,7 @@ from ..model.request_members import (
     TrainingImageConfig,
     request_members,
 )
+from ..model.rule_engine import RuleEngine
 from ..model.training_request import (
     TRAINING_INPUT_MODES,
     assemble_request,

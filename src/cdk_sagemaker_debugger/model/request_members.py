@@ -96,18 +96,17 @@ MEMBER_PROPS: dict[str, str | None] = {
 
 #: Why a member the construct owns cannot be overridden, where the prop name alone does not say it.
 OWNED_HINTS: dict[str, str] = {
-    "TrainingJobName": "each run is named <job_name_prefix>-<20 hex characters> (Pipelines names its own jobs)",
+    "TrainingJobName": "each run is named <job_name_prefix>-<20 hex characters>; Pipelines names its own jobs",
     "RoleArn": "or let the construct create its least-privilege execution role",
-    "InputDataConfig": "pass inputs=[InputChannel...]; the construct adds the sampler's channel itself",
-    "Environment": "pass environment=; the sampler's variables come from sampler=",
-    "OutputDataConfig.S3OutputPath": "pass output_bucket= and output_prefix=",
-    "CheckpointConfig": "pass checkpoint_s3_uri= and checkpoint_local_path=",
-    "VpcConfig": "pass vpc=, vpc_subnets= and security_groups=",
-    "DebugHookConfig": "pass debug_hook= with rule_engine=RuleEngine.DEBUGGER",
-    "DebugRuleConfigurations": "pass debugger_rules= with rule_engine=RuleEngine.DEBUGGER",
-    "TensorBoardOutputConfig": "pass tensorboard= with rule_engine=RuleEngine.DEBUGGER",
-    "ProfilerConfig": "pass profiler= with rule_engine=RuleEngine.DEBUGGER, or sampler= with the evaluator",
-    "ProfilerRuleConfigurations": "pass rule_set=",
+    "InputDataConfig": "the construct adds the sampler's channel itself",
+    "Environment": "the sampler's variables come from sampler=",
+    "OutputDataConfig.S3OutputPath": "with output_prefix=",
+    "CheckpointConfig": "with checkpoint_local_path=",
+    "VpcConfig": "with vpc_subnets= and security_groups=",
+    "DebugHookConfig": "with rule_engine=RuleEngine.DEBUGGER",
+    "DebugRuleConfigurations": "with rule_engine=RuleEngine.DEBUGGER",
+    "TensorBoardOutputConfig": "with rule_engine=RuleEngine.DEBUGGER",
+    "ProfilerConfig": "with rule_engine=RuleEngine.DEBUGGER; the evaluator's sampler is set with sampler=",
 }
 
 _PROBE_ROLE = "arn:aws:iam::123456789012:role/probe"
