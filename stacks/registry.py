@@ -7,6 +7,7 @@ from collections.abc import Callable
 import aws_cdk as cdk
 
 from .alarm_stack import AlarmStack
+from .dashboard_stack import DashboardStack
 from .debugger_stacks import DebuggerRulesStack
 from .evaluator_stack import EvaluatorStack
 from .training_stacks import (
@@ -27,6 +28,7 @@ REFERENCE_STACKS: dict[str, Callable[[cdk.App], cdk.Stack]] = {
     "TrainingDebugger": lambda app: DebuggerRulesStack(app, "TrainingDebugger"),
     "Evaluator": lambda app: EvaluatorStack(app, "Evaluator"),
     "Alarm": lambda app: AlarmStack(app, "Alarm"),
+    "Dashboard": lambda app: DashboardStack(app, "Dashboard"),
 }
 
 
