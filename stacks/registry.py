@@ -7,6 +7,7 @@ from collections.abc import Callable
 import aws_cdk as cdk
 
 from .alarm_stack import AlarmStack
+from .dashboard_stack import DashboardStack
 from .debugger_stacks import DebuggerRulesStack
 from .evaluator_stack import EvaluatorStack
 from .pipeline_stack import PipelineStack
@@ -29,6 +30,7 @@ REFERENCE_STACKS: dict[str, Callable[[cdk.App], cdk.Stack]] = {
     "Evaluator": lambda app: EvaluatorStack(app, "Evaluator"),
     "Alarm": lambda app: AlarmStack(app, "Alarm"),
     "Pipeline": lambda app: PipelineStack(app, "Pipeline"),
+    "Dashboard": lambda app: DashboardStack(app, "Dashboard"),
 }
 
 

@@ -22,6 +22,7 @@ from constructs import Construct
 from ..model.actions import SMS, Action, ActionList, Email, StopTraining
 from ..model.errors import ConfigurationError, ConfigurationTypeError, did_you_mean
 from ..model.parameters import is_token
+from ._alarm_actions import AlarmActions
 from ._common import acknowledge_wildcards, runtime_function
 from .training_job import ProfiledTrainingJob
 
@@ -72,9 +73,11 @@ class RuleAlarm(Construct):
         topic_key: kms.IKey | None = None,
         transition_retention: cdk.Duration | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
+        ops_topic: sns.ITopic | None = None,
     ) -> None:
         super().__init__(scope, id)
         where = self.node.path
+        ops_actions = AlarmActions.checked(ops_topic, where=where)
         if (training_job is None) == (job_name_prefix is None):
             raise ConfigurationError(
                 "give exactly one of training_job= (a ProfiledTrainingJob) or job_name_prefix= (for jobs started "
@@ -236,6 +239,9 @@ class RuleAlarm(Construct):
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
+        #: Where the two alarms above notify on ALARM and OK (None: no actions, unless a TrainingDashboard adds its own).
+        self.ops_topic = ops_topic
+        self._add_ops_actions(ops_actions)
 
     # ------------------------------------------------------------------------------------------------------------------
     def add_email_subscriber(self, address: str) -> RuleAlarm:
@@ -293,6 +299,12 @@ class RuleAlarm(Construct):
         return self.topic.grant_publish(grantee)
 
     # ------------------------------------------------------------------------------------------------------------------
+    def _add_ops_actions(self, actions: AlarmActions) -> None:
+        if actions:
+            actions.allow_publishing(self)  # the topic's policy (and its key's) must admit this account's alarms
+            actions.apply(self.dead_letter_alarm)
+            actions.apply(self.errors_alarm)
+
     def _grant_handler_permissions(self) -> None:
         stack = cdk.Stack.of(self)
         role = self.role

@@ -69,7 +69,7 @@ from ._common import (
 from .rule_set import ProfilerRuleSet
 from .sampler import Sampler
 
-__all__ = ["ProfiledTrainingJob", "InputChannel"]
+__all__ = ["ProfiledTrainingJob", "InputChannel", "family_metric"]
 
 _ECR_IMAGE = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/(?P<repo>[^:@]+)")
 _S3_URI = re.compile(r"^s3://(?P<bucket>[^/]+)/?(?P<key>.*)$")
@@ -168,6 +168,38 @@ class InputChannel:
             for statement in self.read_statements(cdk.Aws.PARTITION)
         ]
         return grants[0].combine(grants[1])
+
+
+def family_metric(
+    job_name_prefix: str,
+    metric_name: str,
+    *,
+    job_name: str | None = None,
+    host: str = "algo-1",
+    statistic: str = "Average",
+    period: cdk.Duration | None = None,
+    label: str | None = None,
+) -> cloudwatch.IMetric:
+    """A metric of ``/aws/sagemaker/TrainingJobs`` for one job's host, or for every job whose name starts with
+    ``job_name_prefix`` (see :meth:`ProfiledTrainingJob.metric`)."""
+    period = period or cdk.Duration.minutes(1)
+    if job_name is not None:
+        return cloudwatch.Metric(
+            namespace=_TRAINING_NAMESPACE,
+            metric_name=metric_name,
+            dimensions_map={"Host": f"{job_name}/{host}"},
+            statistic=statistic,
+            period=period,
+            label=label,
+        )
+    # An unquoted value is a partial (token) match in CloudWatch search; a quoted one would have to equal the whole
+    # Host value "<job>/algo-<n>" and would match nothing.
+    search = (
+        f"SEARCH('{{{_TRAINING_NAMESPACE},Host}} MetricName=\"{metric_name}\" "
+        f"Host={job_name_prefix.rstrip('-')}', '{statistic}', {int(period.to_seconds())})"
+    )
+    return cloudwatch.SearchExpression(expression=search, label=label or f"{metric_name} {job_name_prefix}*",
+                                       period=period)
 
 
 class ProfiledTrainingJob(Construct):
@@ -569,24 +601,8 @@ class ProfiledTrainingJob(Construct):
         With ``job_name`` the metric has the ``Host=<job_name>/<host>`` dimension (alarm-ready). Without it, a SEARCH
         expression collects the metric of every job whose name starts with the prefix (for dashboards).
         """
-        period = period or cdk.Duration.minutes(1)
-        if job_name is not None:
-            return cloudwatch.Metric(
-                namespace=_TRAINING_NAMESPACE,
-                metric_name=metric_name,
-                dimensions_map={"Host": f"{job_name}/{host}"},
-                statistic=statistic,
-                period=period,
-                label=label,
-            )
-        # An unquoted value is a partial (token) match in CloudWatch search; a quoted one would have to equal the whole
-        # Host value "<job>/algo-<n>" and would match nothing.
-        search = (
-            f"SEARCH('{{{_TRAINING_NAMESPACE},Host}} MetricName=\"{metric_name}\" "
-            f"Host={self.job_name_prefix}', '{statistic}', {int(period.to_seconds())})"
-        )
-        return cloudwatch.SearchExpression(expression=search, label=label or f"{metric_name} {self.job_name_prefix}-*",
-                                           period=period)
+        return family_metric(f"{self.job_name_prefix}-", metric_name, job_name=job_name, host=host, statistic=statistic,
+                             period=period, label=label)
 
     def metric_gpu_utilization(self, **options: Any) -> cloudwatch.IMetric:
         """GPU utilization in percent, summed over the host's GPUs (0-100 x GPUs)."""
