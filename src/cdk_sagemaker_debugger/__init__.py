@@ -42,7 +42,7 @@ _EXPORTS: dict[str, str] = {
     "MetricsSource": "cdk_sagemaker_debugger.constructs.rule_evaluator",
 }
 
-_SUBMODULES = {"rules", "images", "debugger_rules", "model", "constructs", "runtime", "cli"}
+_SUBMODULES = {"rules", "images", "debugger_rules", "model", "constructs", "runtime", "cli", "sampler"}
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES])
 

@@ -2,6 +2,7 @@
 
     cdk-sagemaker-debugger evaluate PATH_OR_S3_URI --out DIR [--rule NAME[:param=value,...]]...
     cdk-sagemaker-debugger rules
+    cdk-sagemaker-debugger sample --out DIR [--interval-ms 100] [--duration SECONDS] [--node algo-1] [--s3-uri URI]
 
 This module never imports aws_cdk, so the command starts in well under a second.
 """
@@ -181,6 +182,30 @@ def cmd_rules(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_sample(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    """Sample this host into --out in Debugger's layout, exactly as the sampler does inside a training container."""
+    from .runtime.sampler import __main__ as sampler_main
+    from .runtime.sampler.layout import log_file
+    from .runtime.sampler.settings import SettingsError, settings_from_arguments
+    from .runtime.sampler.status import FileLog
+
+    try:
+        settings = settings_from_arguments(args, end_marker=True)
+    except SettingsError as exc:
+        stderr.write(f"error: {exc}\n")
+        return EXIT_USAGE
+    if settings.s3_uri and not settings.job_name:
+        stderr.write("error: --s3-uri uploads to <S3_URI>/<job name>/profiler-output/; pass --job-name or set "
+                     "TRAINING_JOB_NAME\n")
+        return EXIT_USAGE
+    log = FileLog(os.path.join(settings.local_dir, log_file(settings.node)), stderr)
+    code = sampler_main.run(settings, args.duration, log=log, stderr=stderr)
+    if code == EXIT_OK:
+        stdout.write(f"wrote {settings.local_dir} (evaluate it with: cdk-sagemaker-debugger evaluate "
+                     f"{settings.local_dir} --out REPORT)\n")
+    return code
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cdk-sagemaker-debugger",
@@ -195,6 +220,11 @@ def build_parser() -> argparse.ArgumentParser:
     ev.set_defaults(func=cmd_evaluate)
     rl = sub.add_parser("rules", help="list the profiler rules and their parameters")
     rl.set_defaults(func=cmd_rules)
+    from .runtime.sampler.settings import add_arguments as add_sample_arguments
+
+    sm = sub.add_parser("sample", help="sample this host (CPU, memory, network, GPUs) into DIR in Debugger's layout")
+    add_sample_arguments(sm, out_required=True)
+    sm.set_defaults(func=cmd_sample)
     return parser
 
 
