@@ -13,6 +13,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from typing import Callable
 
 from . import lock
@@ -80,8 +81,8 @@ def ensure_running(settings: Settings, fd: int | None = None) -> bool:
         process = spawn(settings, fd)
     finally:
         os.close(fd)  # the sampler holds the lock through its inherited copy
-    _started.update(pid=os.getpid(), process=process)
-    atexit.register(stop_at_exit, process, os.getpid())
+    _started.update(pid=os.getpid(), process=process, local_dir=settings.local_dir)
+    atexit.register(stop_at_exit, process, os.getpid(), settings.local_dir)
     return True
 
 
@@ -94,23 +95,38 @@ def run_before_stop(hooks: list, log: Callable[[str], None] | None = None) -> No
                 log(f"flush at exit failed: {type(exc).__name__}: {exc}")
 
 
-def stop(process: subprocess.Popen, timeout: float = STOP_TIMEOUT_S) -> bool:
+def wait_until_ready(process: subprocess.Popen, local_dir: str, deadline: float) -> None:
+    """Until the sampler has written its pid to the lock file, its SIGTERM handler is not in place yet."""
+    path = lock.lock_path(local_dir)
+    while time.monotonic() < deadline and process.poll() is None:
+        try:
+            with open(path, encoding="ascii") as handle:
+                if handle.read().strip() == str(process.pid):
+                    return
+        except OSError:
+            return
+        time.sleep(0.02)
+
+
+def stop(process: subprocess.Popen, local_dir: str, timeout: float = STOP_TIMEOUT_S) -> bool:
     """Ask the sampler to write out and upload, and wait at most ``timeout`` seconds; True when it has exited."""
+    deadline = time.monotonic() + timeout
+    wait_until_ready(process, local_dir, deadline)
     if process.poll() is not None:
         return True
     try:
         process.send_signal(signal.SIGTERM)
-        process.wait(timeout=timeout)
+        process.wait(timeout=max(deadline - time.monotonic(), 0.1))
     except (OSError, subprocess.TimeoutExpired):
         return False
     return True
 
 
-def stop_at_exit(process: subprocess.Popen, starter_pid: int) -> None:
+def stop_at_exit(process: subprocess.Popen, starter_pid: int, local_dir: str) -> None:
     if os.getpid() != starter_pid:  # a forked child exiting: the sampler belongs to its parent
         return
     run_before_stop(before_stop)
-    stop(process)
+    stop(process, local_dir)
     _started.clear()
 
 
@@ -120,7 +136,7 @@ def stop_started(timeout: float = STOP_TIMEOUT_S) -> bool:
     if process is None or _started.get("pid") != os.getpid():
         return False
     run_before_stop(before_stop)
-    stopped = stop(process, timeout)
+    stopped = stop(process, _started["local_dir"], timeout)
     _started.clear()
     return stopped
 
