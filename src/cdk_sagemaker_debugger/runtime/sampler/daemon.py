@@ -21,7 +21,6 @@ from .procfs import HostSource
 from .records import Formatter
 from .settings import Settings
 from .status import FileLog, Guard, Status, write_atomic
-from .upload import Uploader, UploadThread
 
 FINAL_UPLOAD_S = 3.5
 CHECK_EVERY_S = 1.0
@@ -56,14 +55,14 @@ class Daemon:
         self.gpu_guard = Guard("gpu_read", self.status)
         self.gpu = None
         self.uploader = self._uploader()
-        self.thread: UploadThread | None = None
+        self.thread = None
         self.stop_requested = False
         self.flush_requested = False
         self.wake_read, self.wake_write = os.pipe()
         for fd in (self.wake_read, self.wake_write):
             os.set_blocking(fd, False)
 
-    def _uploader(self) -> Uploader | None:
+    def _uploader(self):
         settings = self.settings
         self.status.set("interval_ms", settings.interval_ms)
         self.status.set("local_dir", self.root)
@@ -73,6 +72,8 @@ class Daemon:
             self.status.fail("upload_no_job_name", "no training job name (TRAINING_JOB_NAME is not set and "
                              "trainingjobconfig.json has none): files stay local, nothing is uploaded")
             return None
+        from .upload import Uploader  # only when uploading: urllib and its imports cost memory and start time
+
         uploader = Uploader(self.root, settings, self.status)
         self.status.set("destination", f"s3://{uploader.bucket}/{uploader.base}/")
         return uploader
@@ -121,6 +122,8 @@ class Daemon:
         self.status.log(f"started (pid {os.getpid()}): every {self.settings.interval_ms} ms, node "
                         f"{self.settings.node}, into {self.root} ({where}), GPUs from {self.gpu.name}")
         if self.uploader is not None:
+            from .upload import UploadThread
+
             self.thread = UploadThread(self.uploader, self.settings.prune_uploaded)
             self.thread.start()
         self.status.save(os.path.join(self.root, layout.status_file(self.settings.node)))
