@@ -138,7 +138,7 @@ class Daemon:
             if end is not None and now >= end:
                 return
             if now >= next_sample:
-                self.sample()
+                self._sample_safely()
                 next_sample += interval
                 if next_sample <= now:  # fell behind (a stalled host): skip, never burst
                     next_sample = now + interval
@@ -159,6 +159,12 @@ class Daemon:
                 os.read(self.wake_read, 64)
             except OSError:
                 pass
+
+    def _sample_safely(self) -> None:
+        try:
+            self.sample()
+        except Exception as exc:  # a bug in one sample must not end the sampler; counted, logged once
+            self.status.fail("sample", f"{type(exc).__name__}: {exc}")
 
     def sample(self) -> None:
         """One sample of every group, in the agent's order: i/o, cpu, memory, gpu, network."""

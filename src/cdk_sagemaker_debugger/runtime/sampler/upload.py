@@ -135,9 +135,12 @@ class UploadThread(threading.Thread):
             self.wake.clear()
             if self.stopping:
                 return
-            self.uploader.cycle()
-            if self.prune:
-                self.uploader.prune()
+            try:
+                self.uploader.cycle()
+                if self.prune:
+                    self.uploader.prune()
+            except Exception as exc:  # an unexpected client error must not end uploading for the rest of the job
+                self.uploader.status.fail("upload_unexpected", f"{type(exc).__name__}: {exc}")
 
     def request(self) -> None:
         self.wake.set()
