@@ -9,3 +9,10 @@ from .runtime.sampler.api import flush, start, step, stop
 from .runtime.sampler.callbacks import huggingface_callback, lightning_callback
 
 __all__ = ["flush", "huggingface_callback", "lightning_callback", "start", "step", "stop"]
+
+if __name__ == "__main__":  # ``python -m cdk_sagemaker_debugger.sampler``, as inside the bundle
+    import sys
+
+    from .runtime.sampler.__main__ import main
+
+    sys.exit(main())
