@@ -19,9 +19,6 @@ import os, sys, time
 gpus = int(os.environ.get("FAKE_GPUS", "2"))
 util = os.environ.get("FAKE_GPU_UTIL", "5")
 memory = os.environ.get("FAKE_GPU_MEMORY", "20")
-if os.environ.get("FAKE_SMI_FAIL"):
-    print("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.")
-    sys.exit(9)
 assert sys.argv[1] == "--query-gpu=index,utilization.gpu,utilization.memory", sys.argv
 assert sys.argv[2] == "--format=csv,noheader,nounits", sys.argv
 loop_ms = int(sys.argv[sys.argv.index("-lms") + 1]) if "-lms" in sys.argv else None

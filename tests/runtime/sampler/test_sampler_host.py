@@ -95,7 +95,7 @@ def test_no_proc_is_counted_backed_off_and_never_raised(tmp_path: Path):
                         nvml_library=str(tmp_path / "none.so"))
     status = Daemon(settings).run(duration_s=1.2)
     # 12 samples, but each missing file is retried after 1 s, then 2 s: at most two attempts each
-    assert status["counts"]["samples"] >= 8
+    assert status["counts"]["samples"] >= 5
     for kind in ("proc_stat", "proc_meminfo", "proc_net", "proc_disk"):
         assert 1 <= status["failures"][kind] <= 2
     log = (tmp_path / "out" / "sampler" / "log-algo-1.txt").read_text()

@@ -30,9 +30,10 @@ CREDENTIALS = {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing
 def s3_server():
     from moto.server import ThreadedMotoServer
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=free_port())
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
     server.start()
-    endpoint = f"http://127.0.0.1:{server._port}"
+    endpoint = f"http://127.0.0.1:{port}"
     client = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", aws_access_key_id="testing",
                           aws_secret_access_key="testing")
     client.create_bucket(Bucket=BUCKET)
