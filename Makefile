@@ -54,6 +54,7 @@ lint: venv
 bench: venv
 	$(PY) benchmarks/synth.py
 	$(PY) benchmarks/evaluator.py
+	$(PY) benchmarks/sampler.py
 
 clean:
 	rm -rf cdk.out $(VENV) node_modules .pytest_cache

@@ -233,7 +233,7 @@ def test_help_documents_every_exit_status(argv: list[str]):
     code, out, _ = run(*argv)
     assert code == 0
     for status in ("0  the rules were evaluated", "1  --fail-on STATUS", "2  usage error", "3  the profiler data",
-                   "4  the report could not be written"):
+                   "4  the report (evaluate) or the samples (sample) could not be written"):
         assert status in out
 
 

@@ -50,7 +50,7 @@ _EXPORTS: dict[str, str] = {
     "TrainingDashboard": "cdk_sagemaker_debugger.constructs.dashboard",
 }
 
-_SUBMODULES = {"rules", "images", "debugger_rules", "model", "constructs", "runtime", "cli"}
+_SUBMODULES = {"rules", "images", "debugger_rules", "model", "constructs", "runtime", "cli", "sampler"}
 
 __all__ = sorted([*_EXPORTS, *_SUBMODULES])
 

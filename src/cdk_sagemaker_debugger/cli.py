@@ -4,6 +4,7 @@
         [--fail-on STATUS] [--format text|json] [--quiet] [--region REGION] [--profile PROFILE]
     cdk-sagemaker-debugger rules [--format text|json]
     cdk-sagemaker-debugger --version
+    cdk-sagemaker-debugger sample --out DIR [--interval-ms 100] [--duration SECONDS] [--node algo-1] [--s3-uri URI]
 
 This module never imports aws_cdk, so the command starts in well under a second; boto3 and tqdm load only when used.
 """
@@ -53,7 +54,7 @@ EXIT_CODES = """exit status:
   1  --fail-on STATUS: at least one rule reached that status
   2  usage error: unknown flag or rule, bad parameter, --out not a folder, unknown --profile, no region
   3  the profiler data could not be read: no such folder, job or data, access denied, no AWS credentials
-  4  the report could not be written to --out
+  4  the report (evaluate) or the samples (sample) could not be written to --out
 """
 EVALUATE_USAGE = """%(prog)s (PATH_OR_S3_URI | --training-job NAME) --out DIR
         [--rule NAME[:param=value,...]]... [--fail-on STATUS[,STATUS]] [--format text|json] [--quiet]
@@ -301,6 +302,30 @@ def cmd_rules(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     return EXIT_OK
 
 
+def cmd_sample(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    """Sample this host into --out in Debugger's layout, exactly as the sampler does inside a training container."""
+    from .runtime.sampler import __main__ as sampler_main
+    from .runtime.sampler.layout import log_file
+    from .runtime.sampler.settings import SettingsError, settings_from_arguments
+    from .runtime.sampler.status import FileLog
+
+    try:
+        settings = settings_from_arguments(args, end_marker=True)
+    except SettingsError as exc:
+        stderr.write(f"error: {exc}\n")
+        return EXIT_USAGE
+    if settings.s3_uri and not settings.job_name:
+        stderr.write("error: --s3-uri uploads to <S3_URI>/<job name>/profiler-output/; pass --job-name or set "
+                     "TRAINING_JOB_NAME\n")
+        return EXIT_USAGE
+    log = FileLog(os.path.join(settings.local_dir, log_file(settings.node)), stderr)
+    if sampler_main.run(settings, args.duration, log=log, stderr=stderr) != sampler_main.EXIT_OK:
+        return EXIT_UNWRITABLE  # another sampler holds --out (it said which)
+    stdout.write(f"wrote {settings.local_dir} (evaluate it with: cdk-sagemaker-debugger evaluate "
+                 f"{settings.local_dir} --out REPORT)\n")
+    return EXIT_OK
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="cdk-sagemaker-debugger",
@@ -316,6 +341,11 @@ def build_parser() -> argparse.ArgumentParser:
     rl = sub.add_parser("rules", help="list the profiler rules and their parameters")
     rl.add_argument("--format", choices=("text", "json"), default="text", help="json: the catalog for tooling")
     rl.set_defaults(func=cmd_rules)
+    from .runtime.sampler.settings import add_arguments as add_sample_arguments
+
+    sm = sub.add_parser("sample", help="sample this host (CPU, memory, network, GPUs) into DIR in Debugger's layout")
+    add_sample_arguments(sm, out_required=True)
+    sm.set_defaults(func=cmd_sample)
     return parser
 
 

@@ -1,0 +1,57 @@
+"""``python -m cdk_sagemaker_debugger.sampler``: run the sampler in the foreground (also from the bundle zip).
+
+The launcher starts it this way inside training containers; ``cdk-sagemaker-debugger sample`` runs the same loop.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from . import layout, lock
+from .daemon import Daemon
+from .settings import SettingsError, add_arguments, settings_from_arguments
+from .status import FileLog
+
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+def run(settings, duration_s: float | None, lock_fd: int | None = None, log=None, stderr=None) -> int:
+    """Run the loop holding the container's lock; EXIT_FAILED when another sampler already writes there."""
+    own_lock = lock_fd is None
+    if own_lock:
+        lock_fd = lock.try_lock(settings.local_dir)
+        if lock_fd is None:
+            pid = lock.holder_pid(settings.local_dir)
+            (stderr or sys.stderr).write(f"error: another sampler (pid {pid}) is already writing to {settings.local_dir}; "
+                             "stop it or choose another --out\n")
+            return EXIT_FAILED
+    try:
+        Daemon(settings, lock_fd=lock_fd, log=log).run(duration_s)
+    finally:
+        if own_lock:
+            os.close(lock_fd)
+    return EXIT_OK
+
+
+def main(argv: list | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cdk_sagemaker_debugger.sampler",
+                                     description="Sample system metrics in SageMaker Debugger's layout.")
+    add_arguments(parser)
+    parser.add_argument("--watch-pid", type=int, help="stop when this process exits")
+    parser.add_argument("--lock-fd", type=int, help="inherited descriptor that holds the lock")
+    parser.add_argument("--prune-uploaded", action="store_true", help="delete data files once uploaded")
+    args = parser.parse_args(argv)
+    try:
+        settings = settings_from_arguments(args, watch_pid=args.watch_pid, prune_uploaded=args.prune_uploaded)
+    except SettingsError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        return EXIT_USAGE
+    log = FileLog(os.path.join(settings.local_dir, layout.log_file(settings.node)),
+                  None if args.lock_fd is not None else sys.stderr)
+    return run(settings, args.duration, args.lock_fd, log)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,171 @@
+"""What a training script calls: ``step()`` for step timings, ``start()``/``stop()``/``flush()`` where needed.
+
+None of these ever raises into training: a problem is logged once to stderr and the call does nothing. ``step()``
+records only when a sampler is configured for this container (the job's environment, or ``start()``), so a script
+instrumented once runs unchanged anywhere.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+import threading
+import time
+
+from . import contract, launcher
+from .settings import LOCAL_DIR, ROLE, Settings, SettingsError, from_environment, is_disabled
+from .timeline import MODES, TimelineWriter, phase_name
+
+RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+_state: dict = {"settings": None, "writer": None, "checked": False, "counters": {}, "logged": set()}
+_lock = threading.Lock()
+
+
+def log_once(key: str, message: str) -> None:
+    """One line on stderr per kind of problem, ever (this runs inside someone's training)."""
+    if key in _state["logged"]:
+        return
+    _state["logged"].add(key)
+    try:
+        sys.stderr.write(f"cdk-sagemaker-debugger sampler: {message}\n")
+    except (OSError, ValueError):
+        pass
+
+
+def rank() -> int:
+    for name in RANK_VARIABLES:
+        value = os.environ.get(name, "").strip()
+        if value.isdigit():
+            return int(value)
+    return 0
+
+
+def _settings_from_environment() -> Settings | None:
+    """This container's settings when the job's environment configures a sampler, else None."""
+    env = os.environ
+    if is_disabled(env) or env.get(ROLE) == "daemon":
+        return None
+    if not (env.get(contract.S3_URI, "").strip() or env.get(LOCAL_DIR, "").strip()):
+        return None
+    try:
+        return from_environment()
+    except SettingsError as exc:
+        log_once("settings", f"sampler not configured: {exc}")
+        return None
+
+
+def _writer() -> TimelineWriter | None:
+    writer = _state["writer"]
+    if writer is not None or _state["checked"]:
+        return writer
+    with _lock:
+        if not _state["checked"]:
+            settings = _state["settings"] or _settings_from_environment()
+            _state["checked"] = True
+            if settings is not None and settings.framework_events:
+                _state["writer"] = _new_writer(settings)
+    return _state["writer"]
+
+
+def _new_writer(settings: Settings) -> TimelineWriter:
+    from .layout import framework_token
+
+    writer = TimelineWriter(settings.local_dir, framework_token(settings.node, rank()),
+                            lambda message: log_once("timeline", message))
+    atexit.register(writer.close)
+    launcher.before_stop.append(writer.close)
+    return writer
+
+
+def record_step(mode: str, step_num: object, start_s: float, end_s: float) -> None:
+    writer = _writer()
+    if writer is None:
+        return
+    if mode not in MODES:
+        log_once(f"mode-{mode}", f"step(mode={mode!r}) is not one of {', '.join(MODES)}; that step is not recorded")
+        return
+    if step_num is None:
+        counters = _state["counters"]
+        step_num = counters.get(mode, 0)
+        counters[mode] = step_num + 1
+    name = phase_name(mode)
+    writer.add(name, name, start_s, end_s, {"pid": os.getpid(), "step_num": str(step_num)})
+
+
+class step:
+    """``with sampler.step():`` records one ``Step:ModeKeys.<mode>`` event with ``args.step_num``.
+
+    ``step_num`` defaults to a counter per mode; ``mode`` is TRAIN, EVAL, PREDICT or GLOBAL. Costs a few microseconds,
+    and nothing at all when no sampler is configured.
+    """
+
+    __slots__ = ("step_num", "mode", "started")
+
+    def __init__(self, step_num: object = None, mode: str = "TRAIN"):
+        self.step_num = step_num
+        self.mode = mode
+        self.started = 0.0
+
+    def __enter__(self) -> step:
+        self.started = time.time()
+        return self
+
+    def __exit__(self, *_exc: object) -> bool:
+        try:
+            record_step(self.mode, self.step_num, self.started, time.time())
+        except Exception as exc:  # never into training
+            log_once("step", f"step() failed: {type(exc).__name__}: {exc}")
+        return False
+
+
+def start(**options: object) -> bool:
+    """Start the sampler for this container (for images where PYTHONPATH, and so the bundle's sitecustomize, is not
+    honoured). Options override the job's environment: s3_uri, interval_ms, local_dir, node, job_name, ...
+
+    Idempotent and safe: returns True when a sampler runs, False (with one line on stderr) when it cannot.
+    """
+    try:
+        if is_disabled(os.environ):
+            return False
+        settings = from_environment(**options)
+        if settings.s3_uri:
+            settings = settings.with_changes(prune_uploaded=True)
+        with _lock:
+            writer = _state["writer"]
+            if writer is not None and writer.root != settings.local_dir:
+                writer.close()  # events so far stay where they were written; new ones follow the new folder
+                _state["writer"] = None
+            _state.update(settings=settings, checked=_state["writer"] is not None)
+        return launcher.ensure_running(settings)
+    except Exception as exc:  # never into training
+        log_once("start", f"not started: {type(exc).__name__}: {exc}")
+        return False
+
+
+def stop(timeout: float = launcher.STOP_TIMEOUT_S) -> bool:
+    """Write out this process's step events and, if this process started the sampler, stop it after its last upload.
+
+    Waits at most ``timeout`` seconds. Called for you at interpreter exit.
+    """
+    try:
+        writer = _state["writer"]
+        if writer is not None:
+            writer.close()
+        return launcher.stop_started(timeout)
+    except Exception as exc:  # never into training
+        log_once("stop", f"stop() failed: {type(exc).__name__}: {exc}")
+        return False
+
+
+def flush() -> bool:
+    """Write out this process's step events and ask the sampler to publish its current minute and upload now."""
+    try:
+        writer = _writer()
+        if writer is not None:
+            writer.close()
+        settings = _state["settings"] or _settings_from_environment()
+        return settings is not None and launcher.request_flush(settings.local_dir)
+    except Exception as exc:  # never into training
+        log_once("flush", f"flush() failed: {type(exc).__name__}: {exc}")
+        return False

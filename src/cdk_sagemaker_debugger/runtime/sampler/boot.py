@@ -1,0 +1,91 @@
+"""What the bundle's sitecustomize does at every interpreter start in the container: run the image's own
+sitecustomize, then start the sampler if this container has none yet.
+
+The common path (a sampler already runs) costs two environment lookups and one failed flock; nothing here ever
+raises into the process, a problem costs at most one line on stderr.
+"""
+
+import os
+import sys
+
+from . import contract
+from .lock import LOCAL_DIR, ROLE, default_local_dir, try_lock
+
+CHAINED_MODULE = "_cdk_sagemaker_debugger_chained_sitecustomize"
+
+
+def _say(message):
+    try:
+        sys.stderr.write(f"cdk-sagemaker-debugger sampler: {message}\n")
+    except (OSError, ValueError):
+        pass
+
+
+def next_sitecustomize(our_file):
+    """The spec of the sitecustomize Python would have run without ours: the next one on sys.path after our entry."""
+    import importlib.machinery
+
+    ours = os.path.abspath(our_file)
+    entries = [os.path.abspath(entry or os.getcwd()) for entry in sys.path]
+    our_entry = os.path.dirname(ours)
+    after = entries[entries.index(our_entry) + 1:] if our_entry in entries else entries
+    for entry in after:
+        spec = importlib.machinery.PathFinder.find_spec("sitecustomize", [entry])
+        if spec is not None and spec.origin and os.path.abspath(spec.origin) != ours:
+            return spec
+    return None
+
+
+def chain(our_file):
+    """Run the image's own sitecustomize, as site.py would have (an error in it is reported, as site.py does)."""
+    spec = next_sitecustomize(our_file)
+    if spec is None:
+        return
+    import importlib.util  # only when there is one: it costs milliseconds at every interpreter start
+
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[CHAINED_MODULE] = module
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        _say(f"error in the image's sitecustomize ({spec.origin}): {type(exc).__name__}: {exc}")
+
+
+def wanted(env):
+    """Only in a job that asked for it, not switched off, and not in the sampler's own interpreter."""
+    return bool(env.get(contract.S3_URI, "").strip()) and env.get(contract.DISABLED, "").strip() != "1" and \
+        env.get(ROLE) != "daemon"
+
+
+def start_if_needed(env):
+    local_dir = default_local_dir(env)
+    fd = try_lock(local_dir)
+    if fd is None:
+        return  # a sampler runs (or is being started by another process right now)
+    try:
+        from .settings import SettingsError, from_environment
+
+        settings = from_environment(env, local_dir=local_dir, prune_uploaded=True)
+    except SettingsError as exc:
+        os.close(fd)
+        _say(f"not started: {exc}")
+        return
+    except BaseException:
+        os.close(fd)
+        raise
+    from .launcher import ensure_running
+
+    ensure_running(settings, fd)
+
+
+def main(our_file):
+    try:
+        chain(our_file)
+    except Exception as exc:
+        _say(f"could not run the image's own sitecustomize: {type(exc).__name__}: {exc}")
+    env = os.environ
+    try:
+        if wanted(env):
+            start_if_needed(env)
+    except Exception as exc:
+        _say(f"not started: {type(exc).__name__}: {exc} (set {LOCAL_DIR} to a writable folder if it is the folder)")

@@ -1,0 +1,18 @@
+"""The sampler's public API in the full package: ``from cdk_sagemaker_debugger import sampler; sampler.step()``.
+
+Inside training containers the same API comes from the sampler bundle (``cdk_sagemaker_debugger.sampler`` there is the
+runtime package itself), so a training script imports it the same way in both places. Importing this module never
+imports aws_cdk or jsii.
+"""
+
+from .runtime.sampler.api import flush, start, step, stop
+from .runtime.sampler.callbacks import huggingface_callback, lightning_callback
+
+__all__ = ["flush", "huggingface_callback", "lightning_callback", "start", "step", "stop"]
+
+if __name__ == "__main__":  # ``python -m cdk_sagemaker_debugger.sampler``, as inside the bundle
+    import sys
+
+    from .runtime.sampler.__main__ import main
+
+    sys.exit(main())
