@@ -10,13 +10,16 @@ from constructs import Construct
 from cdk_sagemaker_debugger import ProfiledTrainingJob, ProfilerRuleSet, rules
 
 PYTORCH_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
+# The same AWS Deep Learning Container in the China regions' registry (account 727897471807, amazonaws.com.cn):
+# SageMaker pulls the training image in the job's own region and partition.
+PYTORCH_IMAGE_CHINA = "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/pytorch-training:2.3.0-gpu-py311"
 CUSTOM_RULE_SOURCE = Path(__file__).parent / "assets" / "gpu_idle_rule.py"
 
 
 class ContractStack(cdk.Stack):
     """The README quickstart, exactly: ProfilerReport, LowGPUUtilization and StepOutlier on one ml.g5.2xlarge."""
 
-    def __init__(self, scope: Construct, id: str, **kwargs) -> None:
+    def __init__(self, scope: Construct, id: str, *, training_image: str = PYTORCH_IMAGE, **kwargs) -> None:
         super().__init__(scope, id, **kwargs)
         self.rule_set = ProfilerRuleSet(self, "Rules", rules=[
             rules.ProfilerReport(CPUBottleneck_threshold=90),
@@ -25,7 +28,7 @@ class ContractStack(cdk.Stack):
         ])
         self.job = ProfiledTrainingJob(self, "Job",
             job_name_prefix="resnet",
-            training_image=PYTORCH_IMAGE,
+            training_image=training_image,
             instance_type="ml.g5.2xlarge",
             instance_count=1,
             rule_set=self.rule_set,
@@ -37,7 +40,8 @@ def us_east_1_contract_stack(app: cdk.App) -> cdk.Stack:
 
 
 def china_contract_stack(app: cdk.App) -> cdk.Stack:
-    return ContractStack(app, "TrainingChina", env=cdk.Environment(region="cn-north-1"))
+    return ContractStack(app, "TrainingChina", env=cdk.Environment(region="cn-north-1"),
+                         training_image=PYTORCH_IMAGE_CHINA)
 
 
 class CustomRuleStack(cdk.Stack):
