@@ -109,20 +109,8 @@ class RuleAlarm(Construct):
         self.stop_prefix: str | None = None
         if stop is not None:
             self.stop_prefix = _stop_prefix(stop, self.job_name_prefix, where=where)
-        retention = transition_retention or cdk.Duration.days(90)
-        retention_seconds = whole_seconds(retention, where=where, field="transition_retention")
-        if is_token(retention_seconds):
-            raise ConfigurationError("must be known at synth (the ledger's expiry is computed from it), got a "
-                                     "deploy-time value.", where=where, field="transition_retention")
-        if retention_seconds < 86400:  # type: ignore[operator]
-            raise ConfigurationError(
-                "must be at least one day: a transition is remembered that long, and a verdict reported again after "
-                f"it is forgotten is notified again. Got {retention.to_human_string()}.",
-                where=where,
-                field="transition_retention",
-            )
         #: How long the ledger remembers a transition (whole days).
-        self.transition_retention_days: int = math.ceil(retention_seconds / 86400)  # type: ignore[operator]
+        self.transition_retention_days: int = _retention_days(transition_retention, where=where)
         #: At most this many notifications per training job; later verdicts of the job are recorded but not sent.
         self.max_messages_per_job: int = _check_message_cap(max_messages_per_job, where=where)
         reserved_concurrency = check_reserved_concurrency(reserved_concurrency, where=where)
@@ -443,6 +431,22 @@ class RuleAlarm(Construct):
             bucket.encryption_key.grant_decrypt(self.role)
         return {f"Resource::{summaries}": "Reads only the RuleEvaluator's evaluation-summary.json of the watched jobs, "
                 "whose names are known at run time, to confirm each verdict before acting on it."}
+
+
+def _retention_days(transition_retention: cdk.Duration | None, *, where: str) -> int:
+    retention = transition_retention or cdk.Duration.days(90)
+    seconds = whole_seconds(retention, where=where, field="transition_retention")
+    if is_token(seconds):
+        raise ConfigurationError("must be known at synth (the ledger's expiry is computed from it), got a "
+                                 "deploy-time value.", where=where, field="transition_retention")
+    if seconds < 86400:  # type: ignore[operator]
+        raise ConfigurationError(
+            "must be at least one day: a transition is remembered that long, and a verdict reported again after "
+            f"it is forgotten is notified again. Got {retention.to_human_string()}.",
+            where=where,
+            field="transition_retention",
+        )
+    return math.ceil(seconds / 86400)  # type: ignore[operator]
 
 
 def _check_message_cap(value: object, *, where: str) -> int:

@@ -110,6 +110,34 @@ def resolve_debug_hook(
     return debug_hook
 
 
+def _render_rules(
+    rules: Sequence[Rule],
+    *,
+    region: str | None,
+    stop_name: str | None,
+    where: str | None,
+    framework: FrameworkInfo | None,
+    image: Callable[[Rule], str | None],
+    source_uri: Callable[[Rule], str | None],
+) -> tuple[list[dict[str, Any]], list[str], RulePermissions]:
+    """DebugRuleConfigurations, framework warnings and the rule actions' IAM needs (StopTraining gets ``stop_name``)."""
+    configurations = []
+    warnings: list[str] = []
+    permissions = RulePermissions()
+    for rule in rules:
+        try:
+            configurations.append(rule.to_rule_configuration(
+                region=region, image_uri=image(rule), job_name_prefix=stop_name, source_s3_uri=source_uri(rule)
+            ))
+        except ConfigurationError as error:
+            raise error.at(where) if where else error from None
+        permissions = permissions | rule.permissions(job_name_prefix=stop_name)
+        framework_warning = rule.framework_warning(framework.name if framework is not None else None)
+        if framework_warning:
+            warnings.append(framework_warning)
+    return configurations, warnings, permissions
+
+
 def render_debugger_request(
     *,
     rules: Sequence[Rule] = (),
@@ -146,28 +174,12 @@ def render_debugger_request(
             value=tensorboard,
         )
 
-    warnings: list[str] = []
-    permissions = RulePermissions()
-    configurations = []
     stop_name = job_name if job_name is not None else job_name_prefix
-    for rule in checked:
-        if image_for is not None:
-            image = image_for(rule)
-        else:
-            image = custom_image if rule.is_custom else builtin_image
-        source_uri = source_uri_for(rule) if source_uri_for is not None else None
-        try:
-            configurations.append(
-                rule.to_rule_configuration(
-                    region=region, image_uri=image, job_name_prefix=stop_name, source_s3_uri=source_uri
-                )
-            )
-        except ConfigurationError as error:
-            raise error.at(where) if where else error from None
-        permissions = permissions | rule.permissions(job_name_prefix=stop_name)
-        framework_warning = rule.framework_warning(framework.name if framework is not None else None)
-        if framework_warning:
-            warnings.append(framework_warning)
+    configurations, warnings, permissions = _render_rules(
+        checked, region=region, stop_name=stop_name, where=where, framework=framework,
+        image=lambda rule: image_for(rule) if image_for is not None else custom_image if rule.is_custom else builtin_image,
+        source_uri=lambda rule: source_uri_for(rule) if source_uri_for is not None else None,
+    )
 
     fragment: dict[str, Any] = {}
     if hook is not None:
