@@ -250,6 +250,17 @@ def test_prefix_and_bucket_without_a_job_and_cloudwatch_only():
          "timeout: must be a whole number of seconds, got 90500 milliseconds. Use Duration.seconds(...)"),
         ({"job_name_prefix": "team-a-", "with_bucket": True, "reserved_concurrency": 0},
          "reserved_concurrency: must be between 1 and 1000"),
+        # objects of the wrong kind fail by name instead of deep inside CDK
+        ({"job_name_prefix": "team-a-", "output_bucket": "team-a-output"},
+         "output_bucket: expected an s3.IBucket such as s3.Bucket.from_bucket_name(stack, 'Out', 'my-bucket'), got str"),
+        ({"job_name_prefix": "team-a-", "with_bucket": True, "event_bus": "default"},
+         "event_bus: expected an events.IEventBus (or leave it unset for the stack's verdict bus), got str 'default'."),
+        ({"job_name_prefix": "team-a-", "with_bucket": True, "log_retention": 90},
+         "log_retention: expected a RetentionDays such as logs.RetentionDays.THREE_MONTHS, got int 90."),
+        ({"job_name_prefix": "team-a-", "with_bucket": True, "metric_namespace": "AWS/SageMaker"},
+         "metric_namespace: must be a CloudWatch namespace of 1-255 characters, not starting with 'AWS/' or ':'"),
+        ({"job_name_prefix": "team-a-", "with_bucket": True, "output_prefix": 7},
+         "output_prefix: expected a key prefix string such as 'training', got int 7."),
     ],
 )
 def test_bad_props_name_the_construct_and_the_fix(kwargs: dict[str, Any], message: str):
@@ -262,6 +273,15 @@ def test_bad_props_name_the_construct_and_the_fix(kwargs: dict[str, Any], messag
     with pytest.raises(ConfigurationError, match=re.escape(message)) as info:
         RuleEvaluator(stack, "Evaluator", **kwargs)
     assert "S/Evaluator" in str(info.value)
+
+
+def test_key_prefixes_lose_their_slashes():
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-east-1"))
+    evaluator = RuleEvaluator(stack, "Evaluator", job_name_prefix="team-a-", output_prefix="/jobs/",
+                              output_bucket=s3.Bucket.from_bucket_name(stack, "Out", "team-a-output"))
+    written = json.dumps(stack.resolve(evaluator.policy.document.to_json()))
+    assert "team-a-output/jobs/team-a-*/rule-output/evaluator-state.json.gz" in written and "//" not in written.replace(
+        "arn:", "").replace("s3:::", "")
 
 
 def test_custom_rules_are_refused():

@@ -299,6 +299,31 @@ def check_same_region(scope: IConstruct, training_job: IConstruct, *, what: str)
             where=scope.node.path, field="training_job", value=there)
 
 
+def check_kind(value: object, attribute: str, *, where: object, field: str, expected: str) -> None:
+    """``value`` (unless None) must be a CDK object with ``attribute`` (the interfaces are protocols: duck typing), so a
+    string where a bucket, role or key belongs fails here, by name, rather than deep inside CDK."""
+    if value is not None and (isinstance(value, (str, bytes, int, float, dict, list)) or not hasattr(value, attribute)):
+        raise ConfigurationTypeError(f"expected {expected}, got {type(value).__name__} {value!r}.",
+                                     where=str(where), field=field, value=value)
+
+
+def check_log_retention(value: object, *, where: object) -> None:
+    if not isinstance(value, logs.RetentionDays):
+        raise ConfigurationTypeError(
+            f"expected a RetentionDays such as logs.RetentionDays.THREE_MONTHS, got {type(value).__name__} {value!r}.",
+            where=str(where), field="log_retention", value=value)
+
+
+def key_prefix(value: object, *, where: object, field: str) -> str | None:
+    """An S3 key prefix without surrounding slashes (None stays None)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigurationTypeError(f"expected a key prefix string such as 'training', got {type(value).__name__} "
+                                     f"{value!r}.", where=str(where), field=field, value=value)
+    return value.strip("/")
+
+
 def check_reserved_concurrency(value: object, *, where: object) -> int | None:
     """None (no reservation) or a whole number of concurrent executions between 1 and 1000; tokens pass."""
     if value is None or is_token(value):

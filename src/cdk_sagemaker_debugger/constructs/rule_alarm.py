@@ -28,6 +28,8 @@ from ._common import (
     EVALUATOR_REPORT_FOLDER,
     EVALUATOR_SUMMARY_FILE,
     acknowledge_wildcards,
+    check_kind,
+    check_log_retention,
     check_reserved_concurrency,
     check_same_region,
     check_watched_prefix,
@@ -114,6 +116,8 @@ class RuleAlarm(Construct):
         #: At most this many notifications per training job; later verdicts of the job are recorded but not sent.
         self.max_messages_per_job: int = _check_message_cap(max_messages_per_job, where=where)
         reserved_concurrency = check_reserved_concurrency(reserved_concurrency, where=where)
+        _check_kinds(where, topic_key=topic_key, execution_role=execution_role, output_bucket=output_bucket,
+                     log_retention=log_retention)
         #: Identifies this alarm in its "Rule Alarm Transition" events.
         self.alarm_id: str = self.node.path
         #: The role the watched jobs must run as (from the training job, or execution_role=); None trusts the prefix.
@@ -431,6 +435,16 @@ class RuleAlarm(Construct):
             bucket.encryption_key.grant_decrypt(self.role)
         return {f"Resource::{summaries}": "Reads only the RuleEvaluator's evaluation-summary.json of the watched jobs, "
                 "whose names are known at run time, to confirm each verdict before acting on it."}
+
+
+def _check_kinds(where: str, *, topic_key: object, execution_role: object, output_bucket: object,
+                 log_retention: object) -> None:
+    check_kind(topic_key, "key_arn", where=where, field="topic_key", expected="a kms.IKey")
+    check_kind(execution_role, "role_arn", where=where, field="execution_role",
+               expected="an iam.IRole such as iam.Role.from_role_arn(stack, 'Role', 'arn:aws:iam::...:role/...')")
+    check_kind(output_bucket, "arn_for_objects", where=where, field="output_bucket",
+               expected="an s3.IBucket such as s3.Bucket.from_bucket_name(stack, 'Out', 'my-bucket')")
+    check_log_retention(log_retention, where=where)
 
 
 def _retention_days(transition_retention: cdk.Duration | None, *, where: str) -> int:

@@ -25,9 +25,12 @@ from ._common import (
     EVALUATOR_REPORT_FOLDER,
     EVALUATOR_STATE_FILE,
     acknowledge_wildcards,
+    check_kind,
+    check_log_retention,
     check_reserved_concurrency,
     check_same_region,
     check_watched_prefix,
+    key_prefix,
     runtime_function,
     whole_seconds,
 )
@@ -76,6 +79,21 @@ def _configs(rules: Sequence[ProfilerRule], where: str) -> list[dict[str, Any]]:
         configs.append({"configuration_name": rule.name, "rule_to_invoke": rule.rule_to_invoke,
                         "parameters": {k: v for k, v in rule.parameters.items()}})
     return configs
+
+
+def _check_kinds(where: str, *, output_bucket: object, profiler_bucket: object, event_bus: object,
+                 log_retention: object, metric_namespace: object) -> None:
+    for field, value in (("output_bucket", output_bucket), ("profiler_bucket", profiler_bucket)):
+        check_kind(value, "arn_for_objects", where=where, field=field,
+                   expected="an s3.IBucket such as s3.Bucket.from_bucket_name(stack, 'Out', 'my-bucket')")
+    check_kind(event_bus, "event_bus_name", where=where, field="event_bus",
+               expected="an events.IEventBus (or leave it unset for the stack's verdict bus)")
+    check_log_retention(log_retention, where=where)
+    if not is_token(metric_namespace) and (not isinstance(metric_namespace, str) or not 1 <= len(metric_namespace) <= 255
+                                           or metric_namespace.startswith(("AWS/", ":"))):
+        raise ConfigurationError(
+            f"must be a CloudWatch namespace of 1-255 characters, not starting with 'AWS/' or ':', got "
+            f"{metric_namespace!r}.", where=where, field="metric_namespace", value=metric_namespace)
 
 
 def _rule_list(rules: ProfilerRuleSet | Sequence[ProfilerRule] | None,
@@ -149,8 +167,11 @@ class RuleEvaluator(Construct):
         where = self.node.path
         timeout_seconds = self._check_props(source, memory_size, timeout, where)
         reserved_concurrency = check_reserved_concurrency(reserved_concurrency, where=where)
-        places = self._locations(training_job, job_name_prefix, output_bucket, output_prefix, profiler_bucket,
-                                 profiler_prefix, where)
+        _check_kinds(where, output_bucket=output_bucket, profiler_bucket=profiler_bucket, event_bus=event_bus,
+                     log_retention=log_retention, metric_namespace=metric_namespace)
+        places = self._locations(training_job, job_name_prefix, output_bucket,
+                                 key_prefix(output_prefix, where=where, field="output_prefix"), profiler_bucket,
+                                 key_prefix(profiler_prefix, where=where, field="profiler_prefix"), where)
         #: The rules evaluated, as the function receives them.
         self.rule_configurations: list[dict[str, Any]] = _configs(_rule_list(rules, training_job), where) or _configs(
             [ProfilerReport()], where)
