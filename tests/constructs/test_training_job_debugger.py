@@ -588,3 +588,12 @@ class TestDeployTimeNumbers:
         assert params["DebugRuleConfigurations"][0]["RuleParameters"]["num_steps"] == "<Ref Steps>"
         assert params["ProfilerRuleConfigurations"][0]["RuleParameters"]["threshold_p95"] == "<Ref Steps>"
         assert params["DebugHookConfig"]["HookParameters"] == {"save_interval": "<Ref Steps>"}
+
+
+def test_a_rule_without_parameters_is_sent_without_them():
+    stack = make_stack()
+    job(stack, debugger_rules=[debugger_rules.Rule.custom(
+        name="Mine", image_uri="123456789012.dkr.ecr.us-west-2.amazonaws.com/rules:1", instance_type="ml.m5.xlarge",
+        volume_size_in_gb=20)])
+    (mine,) = request(stack)["DebugRuleConfigurations"]
+    assert "RuleParameters" not in mine

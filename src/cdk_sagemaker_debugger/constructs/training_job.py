@@ -655,7 +655,8 @@ class ProfiledTrainingJob(Construct):
         request = self.render_request(job_name=placeholder)
         del request["TrainingJobName"]
         for configuration in request.get("DebugRuleConfigurations", ()):
-            configuration["RuleParameters"] = _with_run_name(configuration.get("RuleParameters", {}), placeholder)
+            if "RuleParameters" in configuration:
+                configuration["RuleParameters"] = _with_run_name(configuration["RuleParameters"], placeholder)
         return {"TrainingJobName.$": _RUN_NAME, **request}
 
     def validate_request(self) -> list[str]:
