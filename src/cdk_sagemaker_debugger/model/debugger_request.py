@@ -125,9 +125,10 @@ def _render_rules(
     warnings: list[str] = []
     permissions = RulePermissions()
     for rule in rules:
+        image_uri, source_s3_uri = image(rule), source_uri(rule)  # their errors are located already
         try:
             configurations.append(rule.to_rule_configuration(
-                region=region, image_uri=image(rule), job_name_prefix=stop_name, source_s3_uri=source_uri(rule)
+                region=region, image_uri=image_uri, job_name_prefix=stop_name, source_s3_uri=source_s3_uri
             ))
         except ConfigurationError as error:
             raise error.at(where) if where else error from None
