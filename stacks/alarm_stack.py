@@ -26,6 +26,11 @@ class AlarmStack(cdk.Stack):
             instance_type="ml.g5.2xlarge",
             rule_set=self.rule_set,
         )
+        # The reference stacks are alternatives: this one is never deployed next to TrainingUsEast1 ('resnet').
+        cdk.Annotations.of(self.job).acknowledge_warning(
+            "cdk-sagemaker-debugger:sharedJobNamePrefix",
+            "Reference stacks are deployed one at a time; in one account and region, give each job its own prefix.",
+        )
         self.alarm = RuleAlarm(self, "Alarm",
             training_job=self.job,
             actions=[Email("ml-team@example.com"), SMS("+15555550100"), StopTraining()],

@@ -11,6 +11,9 @@ from constructs import Construct
 from cdk_sagemaker_debugger import Email, ProfiledTrainingJob, ProfilerRuleSet, RuleAlarm, RuleEngine, rules
 
 PYTORCH_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
+# The same AWS Deep Learning Container in the China regions' registry (account 727897471807, amazonaws.com.cn):
+# SageMaker pulls the training image in the job's own region and partition.
+PYTORCH_IMAGE_CHINA = "727897471807.dkr.ecr.cn-north-1.amazonaws.com.cn/pytorch-training:2.3.0-gpu-py311"
 CUSTOM_RULE_SOURCE = Path(__file__).parent / "assets" / "gpu_idle_rule.py"
 
 
@@ -37,7 +40,7 @@ class DebuggerContractStack(cdk.Stack):
     """The first release's quick start on SageMaker Debugger, for accounts that still have it: ProfilerConfig and
     ProfilerRuleConfigurations exactly as the SageMaker Python SDK sends them."""
 
-    def __init__(self, scope: Construct, id: str, **kwargs) -> None:
+    def __init__(self, scope: Construct, id: str, *, training_image: str = PYTORCH_IMAGE, **kwargs) -> None:
         super().__init__(scope, id, **kwargs)
         self.rule_set = ProfilerRuleSet(self, "Rules", rules=[
             rules.ProfilerReport(CPUBottleneck_threshold=90),
@@ -46,7 +49,7 @@ class DebuggerContractStack(cdk.Stack):
         ])
         self.job = ProfiledTrainingJob(self, "Job",
             job_name_prefix="resnet",
-            training_image=PYTORCH_IMAGE,
+            training_image=training_image,
             instance_type="ml.g5.2xlarge",
             instance_count=1,
             rule_set=self.rule_set,
@@ -59,7 +62,8 @@ def us_east_1_contract_stack(app: cdk.App) -> cdk.Stack:
 
 
 def china_contract_stack(app: cdk.App) -> cdk.Stack:
-    return ContractStack(app, "TrainingChina", env=cdk.Environment(region="cn-north-1"))
+    return ContractStack(app, "TrainingChina", env=cdk.Environment(region="cn-north-1"),
+                         training_image=PYTORCH_IMAGE_CHINA)
 
 
 class CustomRuleStack(cdk.Stack):

@@ -52,7 +52,7 @@ def template(synthesized: dict[str, Any]) -> Template:
 
 def _only(template: Template, resource_type: str, props: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     found = template.find_resources(resource_type, {"Properties": props} if props else None)
-    found = {k: v for k, v in found.items() if k.startswith("Alarm")}  # not the job's evaluator (Job/Evaluator)
+    found = {k: v for k, v in found.items() if not k.startswith("JobEvaluator")}  # not the job's own evaluator
     assert len(found) == 1, f"expected one {resource_type}, found {sorted(found)}"
     ((logical_id, resource),) = found.items()
     return logical_id, resource["Properties"]
@@ -85,17 +85,39 @@ def _job_arn(suffix: str) -> dict[str, Any]:
 # -- the reference stack -------------------------------------------------------------------------------------------
 
 
-def test_event_rule_takes_sagemaker_and_evaluator_events_for_the_job_prefix(template: Template) -> None:
+def test_sagemaker_events_from_the_default_bus_and_verdicts_from_the_verdict_bus(template: Template) -> None:
     handler_id, _ = _handler(template)
-    _, rule = _only(template, "AWS::Events::Rule", {"EventPattern": Match.any_value()})
+    (bus_id,) = template.find_resources("AWS::Events::EventBus")
+    _, rule = _only(template, "AWS::Events::Rule", {"EventPattern": Match.object_like({"source": ["aws.sagemaker"]})})
+    assert "EventBusName" not in rule  # SageMaker's own events arrive on the default bus
     assert rule["EventPattern"] == {
-        "source": ["aws.sagemaker", "cdk-sagemaker-debugger"],
-        "detail-type": ["SageMaker Training Job State Change", "Profiler Rule Evaluation Status Change"],
+        "source": ["aws.sagemaker"],
+        "detail-type": ["SageMaker Training Job State Change"],
+        "account": [{"Ref": "AWS::AccountId"}],
         "detail": {"TrainingJobName": [{"prefix": "resnet-exp-"}]},
     }
-    (target,) = rule["Targets"]
-    assert target["Arn"] == {"Fn::GetAtt": [handler_id, "Arn"]}
-    assert "DeadLetterConfig" in target
+    _, verdicts = _only(template, "AWS::Events::Rule", {"EventBusName": {"Ref": bus_id}})
+    assert verdicts["EventPattern"] == {
+        "source": ["cdk-sagemaker-debugger"],
+        "detail-type": ["Profiler Rule Evaluation Status Change"],
+        "account": [{"Ref": "AWS::AccountId"}],
+        "detail": {"TrainingJobName": [{"prefix": "resnet-exp-"}]},
+    }
+    for target in (*rule["Targets"], *verdicts["Targets"]):
+        assert target["Arn"] == {"Fn::GetAtt": [handler_id, "Arn"]}
+        assert "DeadLetterConfig" in target
+    # the job's own evaluator is the only publisher the verdict bus admits
+    (policy,) = template.find_resources("AWS::Events::EventBusPolicy").values()
+    statement = policy["Properties"]["Statement"]
+    evaluator_role = _only_evaluator_role(template)
+    assert statement["Effect"] == "Deny" and statement["Principal"] == "*"
+    assert json.dumps(statement["Condition"]).count(evaluator_role) == 1
+
+
+def _only_evaluator_role(template: Template) -> str:
+    roles = [k for k in template.find_resources("AWS::IAM::Role") if k.startswith("JobEvaluator")]
+    assert len(roles) == 1, roles
+    return roles[0]
 
 
 def test_sweep_runs_every_minute_into_the_same_handler(template: Template) -> None:
@@ -104,7 +126,7 @@ def test_sweep_runs_every_minute_into_the_same_handler(template: Template) -> No
     (target,) = sweep["Targets"]
     assert target["Arn"] == {"Fn::GetAtt": [handler_id, "Arn"]} and "DeadLetterConfig" in target
     template.resource_properties_count_is(
-        "AWS::Lambda::Permission", {"Principal": "events.amazonaws.com", "FunctionName": {"Fn::GetAtt": [handler_id, "Arn"]}}, 2
+        "AWS::Lambda::Permission", {"Principal": "events.amazonaws.com", "FunctionName": {"Fn::GetAtt": [handler_id, "Arn"]}}, 3
     )
 
 
@@ -138,9 +160,11 @@ def test_email_and_sms_subscriptions(template: Template) -> None:
 def test_handler_is_arm64_python_with_its_configuration(template: Template) -> None:
     _, props = _handler(template)
     assert props["Runtime"] == "python3.14" and props["Architectures"] == ["arm64"]
-    assert props["Timeout"] == 120 and props["MemorySize"] == 256
+    assert props["Timeout"] == 120 and props["MemorySize"] == 256 and props["ReservedConcurrentExecutions"] == 5
     table_id, _ = _only(template, "AWS::DynamoDB::Table")
     topic_id, _ = _only(template, "AWS::SNS::Topic")
+    role_id = _only(template, "AWS::IAM::Role", {"AssumeRolePolicyDocument": Match.object_like({"Statement": [
+        Match.object_like({"Principal": {"Service": "sagemaker.amazonaws.com"}})]})})[0]
     assert props["Environment"]["Variables"] == {
         "TABLE_NAME": {"Ref": table_id},
         "TOPIC_ARN": {"Ref": topic_id},
@@ -149,8 +173,26 @@ def test_handler_is_arm64_python_with_its_configuration(template: Template) -> N
         "STATUSES": '["IssuesFound", "Error"]',
         "EVENT_BUS_NAME": "default",
         "TRANSITION_TTL_DAYS": "90",
+        "ACCOUNT_ID": {"Ref": "AWS::AccountId"},
+        "MAX_MESSAGES_PER_JOB": "25",
+        "KNOWN_RULES": '["LowGPUUtilization", "ProfilerReport"]',
         "STOP_PREFIX": "resnet-exp-",
+        "EXECUTION_ROLE_ARN": {"Fn::GetAtt": [role_id, "Arn"]},
     }
+
+
+def test_the_synthesized_environment_is_what_the_handler_reads(template: Template) -> None:
+    """The construct writes the environment and the runtime reads it: the contract checked end to end."""
+    from cdk_sagemaker_debugger.runtime.rule_alarm.settings import Settings
+
+    variables = _handler(template)[1]["Environment"]["Variables"]
+    deployed = {name: value if isinstance(value, str) else f"<{json.dumps(value)}>" for name, value in variables.items()}
+    settings = Settings.from_environment(deployed)
+    assert settings.job_name_prefix == settings.stop_prefix == "resnet-exp-"
+    assert settings.statuses == frozenset({"IssuesFound", "Error"}) and settings.rule_names is None
+    assert settings.known_rules == frozenset({"LowGPUUtilization", "ProfilerReport"})
+    assert settings.max_messages_per_job == 25 and settings.transition_ttl_days == 90
+    assert settings.account_id is not None and settings.execution_role_arn is not None
 
 
 def test_stop_is_scoped_to_the_prefix_without_pass_role_or_wildcards(template: Template) -> None:
@@ -193,7 +235,7 @@ def test_dead_letter_queue_is_encrypted_ssl_only_and_catches_every_path(template
         "FunctionName": {"Ref": handler_id}, "MaximumRetryAttempts": 2, "MaximumEventAgeInSeconds": 6 * 3600})
     rules_with_dlq = template.find_resources("AWS::Events::Rule", {"Properties": {"Targets": [
         {"DeadLetterConfig": {"Arn": {"Fn::GetAtt": [queue_id, "Arn"]}}}]}})
-    assert len(rules_with_dlq) == 2
+    assert len(rules_with_dlq) == 3
 
 
 def test_alarms_on_dead_letters_and_handler_errors(template: Template) -> None:
@@ -211,8 +253,9 @@ def test_alarms_on_dead_letters_and_handler_errors(template: Template) -> None:
 
 def test_every_created_resource_is_a_public_attribute(synthesized: dict[str, Any]) -> None:
     alarm: RuleAlarm = synthesized["stack"].alarm
-    for name in ("topic", "topic_key", "rule", "sweep_rule", "handler", "role", "table", "dead_letter_queue",
-                 "log_group", "dead_letter_alarm", "errors_alarm"):
+    for name in ("topic", "topic_key", "rule", "verdict_rule", "sweep_rule", "handler", "role", "table",
+                 "dead_letter_queue", "log_group", "dead_letter_alarm", "errors_alarm", "execution_role",
+                 "output_bucket"):
         assert getattr(alarm, name) is not None, name
     assert alarm.job_name_prefix == "resnet-exp-" and alarm.stop_prefix == "resnet-exp-"
 
@@ -223,9 +266,13 @@ def test_cdk_nag_is_clean_with_specific_reasons(synthesized: dict[str, Any]) -> 
     ours = [v for v in aws_solutions.get("suppressedViolations", []) if "Alarm/Alarm/" in json.dumps(v)]
     assert sorted(v["ruleName"] for v in ours) == [
         "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]",
+        "AwsSolutions-IAM5[Resource::<JobOutputBucket44705424.Arn>/training/resnet-exp-*/rule-output/*/"
+        "evaluator-output/evaluation-summary.json]",
         "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sagemaker:us-east-1:<AWS::AccountId>:training-job/resnet-exp-*]",
     ]
     assert all(len(v["reason"]) > 60 for v in ours)
+    # each on the handler role's default policy alone, never on the role or the alarm as a whole
+    assert {v["acknowledgedAt"] for v in ours} == {"Alarm/Alarm/Role/DefaultPolicy/Resource"}
 
 
 def test_cfn_lint_finds_nothing_but_cdk_dependencies(synthesized: dict[str, Any]) -> None:
@@ -243,7 +290,8 @@ def test_asset_holds_only_the_rule_alarm_package(synthesized: dict[str, Any]) ->
     asset = synthesized["out"] / f"asset.{code['S3Key'].split('.')[0]}"
     files = {p.relative_to(asset).as_posix() for p in asset.rglob("*") if p.is_file()}
     assert files == {f"rule_alarm/{name}" for name in (
-        "__init__.py", "alarm.py", "events.py", "handler.py", "ledger.py", "logs.py", "message.py", "settings.py")}
+        "__init__.py", "alarm.py", "events.py", "handler.py", "ledger.py", "logs.py", "message.py", "reports.py",
+        "settings.py")}
     # Lambda imports the handler as a top-level package, with boto3 but without this library or aws_cdk loaded
     probe = (
         "import sys, rule_alarm.handler as h; assert callable(h.handler);"
@@ -258,7 +306,7 @@ def test_asset_holds_only_the_rule_alarm_package(synthesized: dict[str, Any]) ->
 def test_snapshot(template: Template, snapshot) -> None:
     """The alarm's own resources (the training job beside it has its own snapshot)."""
     resources = {k: v for k, v in template.to_json()["Resources"].items() if k.startswith("Alarm")}
-    assert len(resources) == 19
+    assert len(resources) == 21
     assert scrub(resources) == snapshot.use_extension(JSONSnapshotExtension)
 
 
@@ -334,6 +382,23 @@ def _handler_statements_of(template: Template, alarm: RuleAlarm) -> list[dict[st
         ({"training_job": "exp-"}, ConfigurationTypeError, "expected a ProfiledTrainingJob, got str"),
         ({"job_name_prefix": "exp_*"}, ConfigurationError, "got 'exp_*' with '*_'."),
         ({"job_name_prefix": ""}, ConfigurationError, "must be 1-63 letters, digits and hyphens"),
+        ({"job_name_prefix": "a"}, ConfigurationError,
+         "job_name_prefix: 'a' is 1 character, which matches every job whose name starts with it, other teams' jobs "
+         "included. Use a prefix of at least 3 characters, for example 'team-a-'."),
+        ({"job_name_prefix": "exp-", "max_messages_per_job": 0}, ConfigurationError,
+         "max_messages_per_job: must be between 1 and 1000 messages per training job, got 0."),
+        ({"job_name_prefix": "exp-", "reserved_concurrency": 2000}, ConfigurationError,
+         "reserved_concurrency: must be between 1 and 1000 concurrent executions"),
+        ({"job_name_prefix": "exp-", "transition_retention": cdk.Duration.millis(90_000_000_500)}, ConfigurationError,
+         "transition_retention: must be a whole number of seconds, got 90000000500 milliseconds"),
+        ({"job_name_prefix": "exp-", "execution_role": "arn:aws:iam::123456789012:role/x"}, ConfigurationTypeError,
+         "execution_role: expected an iam.IRole such as iam.Role.from_role_arn("),
+        ({"job_name_prefix": "exp-", "output_bucket": "team-a-output"}, ConfigurationTypeError,
+         "output_bucket: expected an s3.IBucket"),
+        ({"job_name_prefix": "exp-", "topic_key": "alias/team-a"}, ConfigurationTypeError,
+         "topic_key: expected a kms.IKey, got str 'alias/team-a'."),
+        ({"job_name_prefix": "exp-", "log_retention": "3 months"}, ConfigurationTypeError,
+         "log_retention: expected a RetentionDays such as logs.RetentionDays.THREE_MONTHS"),
         ({"job_name_prefix": 7}, ConfigurationTypeError, "expected a job-name prefix string"),
         ({"job_name_prefix": "exp-", "statuses": ["IssueFound"]}, ConfigurationError,
          "'IssueFound' is not a rule verdict; use one of IssuesFound, Error, NoIssuesFound, Stopped. Did you mean "
@@ -397,3 +462,77 @@ def test_deploy_time_prefix_is_used_as_given_in_the_policy() -> None:
     policies = json.dumps(Template.from_stack(stack).find_resources("AWS::IAM::Policy"))
     assert "token" not in policies.lower()  # no lower-cased token text leaked into an ARN
     assert '":training-job/", {"Ref": "Prefix"}, "*"' in policies
+
+
+# -- trust -----------------------------------------------------------------------------------------------------------
+
+
+def test_an_alarm_in_another_region_than_its_job_fails() -> None:
+    app = cdk.App()
+    jobs = cdk.Stack(app, "Jobs", env=US_EAST_1)
+    job = ProfiledTrainingJob(jobs, "Job", job_name_prefix="resnet-exp", training_image=IMAGE)
+    elsewhere = cdk.Stack(app, "Elsewhere", env=cdk.Environment(region="eu-west-1"))
+    with pytest.raises(ConfigurationError) as caught:
+        RuleAlarm(elsewhere, "Alarm", training_job=job, actions=[Email("a@example.com")])
+    assert str(caught.value) == (
+        "Elsewhere/Alarm: training_job: The RuleAlarm is in eu-west-1, but the training job Jobs/Job runs in us-east-1; "
+        "it would never hear of the job's runs (SageMaker's events and job listings stay in the job's region). Create "
+        "it in a stack in us-east-1."
+    )
+
+
+def test_a_one_character_job_prefix_gives_a_watched_prefix_too_short_to_trust() -> None:
+    stack = cdk.Stack(cdk.App(), "Short", env=US_EAST_1)
+    job = ProfiledTrainingJob(stack, "Job", job_name_prefix="a", training_image=IMAGE)
+    with pytest.raises(ConfigurationError) as caught:
+        RuleAlarm(stack, "Alarm", training_job=job)
+    assert str(caught.value).startswith(
+        "Short/Alarm: job_name_prefix: the training job's prefix 'a' gives the watched prefix 'a-', which matches every "
+        "job whose name starts with it")
+
+
+def test_a_bare_prefix_alarm_says_what_it_trusts_and_hears_no_unverifiable_verdicts() -> None:
+    from aws_cdk.assertions import Annotations
+
+    stack = cdk.Stack(cdk.App(), "Legacy", env=US_EAST_1)
+    alarm = RuleAlarm(stack, "Alarm", job_name_prefix="legacy-", actions=[StopTraining()])
+    assert alarm.verdict_rule is None and alarm.execution_role is None
+    annotations = Annotations.from_stack(stack)
+    (warning,) = annotations.find_warning("/Legacy/Alarm", Match.string_like_regexp("acts on every training job"))
+    assert "Pass execution_role=" in warning.entry.data
+    assert annotations.find_info("/Legacy/Alarm", Match.string_like_regexp("Without output_bucket="))
+    env = _handler(Template.from_stack(stack))[1]["Environment"]["Variables"]
+    assert "EXECUTION_ROLE_ARN" not in env and "KNOWN_RULES" not in env
+
+
+def test_a_bare_prefix_alarm_with_the_family_role_and_bucket() -> None:
+    from aws_cdk import aws_iam as iam
+    from aws_cdk import aws_s3 as s3
+    from aws_cdk.assertions import Annotations
+
+    stack = cdk.Stack(cdk.App(), "Legacy", env=US_EAST_1)
+    role = iam.Role.from_role_arn(stack, "Role", "arn:aws:iam::123456789012:role/team-a-training")
+    bucket = s3.Bucket.from_bucket_name(stack, "Out", "team-a-output")
+    alarm = RuleAlarm(stack, "Alarm", job_name_prefix="legacy-", execution_role=role, output_bucket=bucket,
+                      max_messages_per_job=3, reserved_concurrency=None)
+    template = Template.from_stack(stack)
+    props = _handler(template)[1]
+    assert "ReservedConcurrentExecutions" not in props
+    env = props["Environment"]["Variables"]
+    assert env["EXECUTION_ROLE_ARN"] == "arn:aws:iam::123456789012:role/team-a-training"
+    assert env["MAX_MESSAGES_PER_JOB"] == "3"
+    assert alarm.verdict_rule is not None
+    reads = [s for s in _handler_statements(template) if s["Action"] == "s3:GetObject"]
+    assert [s["Resource"] for s in reads] == [{"Fn::Join": ["", [
+        "arn:", {"Ref": "AWS::Partition"},
+        ":s3:::team-a-output/*legacy-*/rule-output/*/evaluator-output/evaluation-summary.json"]]}]
+    assert Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("acts on every training job")) == []
+
+
+def test_execution_role_is_for_bare_prefixes_only(job_stack) -> None:
+    from aws_cdk import aws_iam as iam
+
+    stack, job = job_stack
+    role = iam.Role.from_role_arn(stack, "OtherRole", "arn:aws:iam::123456789012:role/other")
+    with pytest.raises(ConfigurationError, match=r"^Variants/Both: execution_role: execution_role= is for "):
+        RuleAlarm(stack, "Both", training_job=job, execution_role=role)

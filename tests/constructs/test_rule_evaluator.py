@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from typing import Any
@@ -50,9 +51,10 @@ def test_function_is_arm64_python_with_the_benchmarked_size(template: Template):
     props = _function(template)
     assert props["Runtime"] == "python3.14" and props["Architectures"] == ["arm64"]
     assert props["MemorySize"] == 1769 and props["Timeout"] == 300
+    assert props["ReservedConcurrentExecutions"] == 5
     env = props["Environment"]["Variables"]
     assert env["JOB_NAME_PREFIX"] == "llm-finetune-" and env["SOURCE"] == "AUTO"
-    assert env["EVENT_BUS_NAME"] == "default" and env["METRIC_NAMESPACE"] == "CdkSageMakerDebugger"
+    assert env["EVENT_BUS_NAME"] == {"Ref": _bus_id(template)} and env["METRIC_NAMESPACE"] == "CdkSageMakerDebugger"
     assert json.loads(env["RULES"]) == [
         {"configuration_name": "ProfilerReport", "rule_to_invoke": "ProfilerReport",
          "parameters": {"LowGPUUtilization_threshold_p95": 60}},
@@ -60,6 +62,62 @@ def test_function_is_arm64_python_with_the_benchmarked_size(template: Template):
          "parameters": {"threshold_p95": 80, "threshold_p5": 10, "window": 300, "patience": 1000,
                         "scan_interval_us": 60000000}},
     ]
+
+
+def _bus_id(template: Template) -> str:
+    (bus_id,) = template.find_resources("AWS::Events::EventBus")
+    return bus_id
+
+
+def test_only_the_evaluator_may_publish_on_the_verdict_bus(template: Template):
+    """An explicit Deny for every other principal: an identity policy allowing events:PutEvents on * cannot override
+    it, so nobody else can forge a verdict or a continuation event."""
+    bus_id = _bus_id(template)
+    role_id = _function(template)["Role"]["Fn::GetAtt"][0]
+    template.has_resource_properties("AWS::Events::EventBusPolicy", {
+        "EventBusName": {"Ref": bus_id},
+        "Statement": {
+            "Effect": "Deny", "Principal": "*", "Action": "events:PutEvents",
+            "Resource": {"Fn::GetAtt": [bus_id, "Arn"]},
+            "Condition": {"ArnNotEquals": {"aws:PrincipalArn": [{"Fn::GetAtt": [role_id, "Arn"]}]}},
+        },
+    })
+    # the continuation rule listens there, not on the default bus where anyone could ask for another 1,769 MB run
+    template.has_resource_properties("AWS::Events::Rule", {"EventBusName": {"Ref": bus_id}, "EventPattern": {
+        "source": ["cdk-sagemaker-debugger"], "detail-type": ["Profiler Rule Evaluation Continuation"],
+        "detail": {"TrainingJobName": [{"prefix": "llm-finetune-"}]}}})
+    statements = _statements(template)
+    put = [s for s in statements if s["Action"] == "events:PutEvents"]
+    assert [s["Resource"] for s in put] == [{"Fn::GetAtt": [bus_id, "Arn"]}]
+
+
+def test_every_evaluator_of_a_stack_joins_the_one_bus_even_after_the_alarm_created_it():
+    from cdk_sagemaker_debugger import RuleAlarm
+    from cdk_sagemaker_debugger.constructs.event_bus import VerdictBus, verdict_bus
+
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-east-1"))
+    job = _job(stack)
+    alarm = RuleAlarm(stack, "Alarm", training_job=job)  # creates the bus; nobody may publish yet
+    first = RuleEvaluator(stack, "A", training_job=job)
+    second = RuleEvaluator(stack, "B", job_name_prefix="team-b-", output_bucket=s3.Bucket(stack, "Out"))
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::Events::EventBus", 1)
+    bus = verdict_bus(stack)
+    assert first.event_bus is bus and second.event_bus is bus and alarm.verdict_rule is not None
+    (policy,) = template.find_resources("AWS::Events::EventBusPolicy").values()
+    roles = [stack.resolve(e.role.role_arn) for e in (first, second)]
+    assert policy["Properties"]["Statement"]["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": roles}}
+    assert isinstance(stack.node.find_child("CdkSageMakerDebuggerVerdictBus"), VerdictBus)
+
+
+def test_a_bus_without_evaluators_denies_everyone():
+    from cdk_sagemaker_debugger.constructs.event_bus import verdict_bus
+
+    stack = cdk.Stack(cdk.App(), "S")
+    verdict_bus(stack)
+    (policy,) = Template.from_stack(stack).find_resources("AWS::Events::EventBusPolicy").values()
+    assert "Condition" not in policy["Properties"]["Statement"]
+    assert policy["Properties"]["Statement"]["Effect"] == "Deny"
 
 
 def test_failed_invocations_land_in_an_encrypted_dead_letter_queue(template: Template):
@@ -103,7 +161,11 @@ def test_permissions_are_scoped_to_the_job_prefix(template: Template):
     assert by_action["sagemaker:ListTrainingJobs"][0]["Resource"] == "*"
     assert "sagemaker:StopTrainingJob" not in by_action and "iam:PassRole" not in by_action
     put = by_action["s3:PutObject"]
-    assert len(put) == 1 and "/training/llm-finetune-*/rule-output/*" in json.dumps(put[0]["Resource"])
+    # only the evaluator's own objects: its state and its report folders, not SageMaker's rule output beside them
+    written = json.dumps(put[0]["Resource"])
+    assert len(put) == 1 and len(put[0]["Resource"]) == 2
+    assert "/training/llm-finetune-*/rule-output/evaluator-state.json.gz" in written
+    assert "/training/llm-finetune-*/rule-output/*/evaluator-output/*" in written
     reads = json.dumps(by_action["s3:GetObject"])
     assert "/training/llm-finetune-*/profiler-output/*" in reads
     assert by_action["s3:ListBucket"][0]["Condition"] == {"StringLike": {"s3:prefix": [
@@ -118,6 +180,8 @@ def test_cdk_nag_is_clean_with_specific_reasons(synthesized: dict[str, Any]):
     ours = [v for v in aws_solutions.get("suppressedViolations", []) if "Evaluator/Job/Evaluator/" in json.dumps(v)]
     assert {v["ruleName"].split("[")[0] for v in ours} == {"AwsSolutions-IAM5"}
     assert all(len(v["reason"]) > 60 for v in ours)
+    # acknowledged on the function's own policy alone, not on the role: a statement added to the role is reported
+    assert {v["acknowledgedAt"] for v in ours} == {"Evaluator/Job/Evaluator/Permissions/Resource"}
 
 
 def test_asset_holds_only_the_evaluator_package(synthesized: dict[str, Any]):
@@ -170,10 +234,33 @@ def test_prefix_and_bucket_without_a_job_and_cloudwatch_only():
     ("kwargs", "message"),
     [
         ({}, "give exactly one of training_job= or job_name_prefix="),
-        ({"job_name_prefix": "x"}, "job_name_prefix= needs output_bucket="),
-        ({"job_name_prefix": "x", "with_job": True}, "give exactly one of"),
-        ({"job_name_prefix": "x", "with_bucket": True, "memory_size": 64}, "between 128 and 10240 MB"),
-        ({"job_name_prefix": "x", "with_bucket": True, "source": "AUTO"}, "expected a MetricsSource"),
+        ({"job_name_prefix": "team-a-"}, "job_name_prefix= needs output_bucket="),
+        ({"job_name_prefix": "team-a-", "with_job": True}, "give exactly one of"),
+        ({"job_name_prefix": "team-a-", "with_bucket": True, "memory_size": 64}, "between 128 and 10240 MB"),
+        ({"job_name_prefix": "team-a-", "with_bucket": True, "memory_size": "2 GB"}, "expected a whole number of MB"),
+        ({"job_name_prefix": "team-a-", "with_bucket": True, "source": "AUTO"}, "expected a MetricsSource"),
+        # prefixes no training job name can have, or so short they match other teams' jobs
+        ({"job_name_prefix": "exp_", "with_bucket": True}, "job_name_prefix: must be 1-63 letters, digits and hyphens"),
+        ({"job_name_prefix": "exp-*", "with_bucket": True}, "got 'exp-*' with '*'"),
+        ({"job_name_prefix": "-exp", "with_bucket": True}, "starting with a letter or digit"),
+        ({"job_name_prefix": "ab", "with_bucket": True}, "'ab' is 2 characters, which matches every job"),
+        ({"job_name_prefix": "team-a-", "with_bucket": True, "timeout": cdk.Duration.minutes(20)},
+         "timeout: must be between 60 and 900 seconds, got 20 minutes (1200 s)"),
+        ({"job_name_prefix": "team-a-", "with_bucket": True, "timeout": cdk.Duration.millis(90_500)},
+         "timeout: must be a whole number of seconds, got 90500 milliseconds. Use Duration.seconds(...)"),
+        ({"job_name_prefix": "team-a-", "with_bucket": True, "reserved_concurrency": 0},
+         "reserved_concurrency: must be between 1 and 1000"),
+        # objects of the wrong kind fail by name instead of deep inside CDK
+        ({"job_name_prefix": "team-a-", "output_bucket": "team-a-output"},
+         "output_bucket: expected an s3.IBucket such as s3.Bucket.from_bucket_name(stack, 'Out', 'my-bucket'), got str"),
+        ({"job_name_prefix": "team-a-", "with_bucket": True, "event_bus": "default"},
+         "event_bus: expected an events.IEventBus (or leave it unset for the stack's verdict bus), got str 'default'."),
+        ({"job_name_prefix": "team-a-", "with_bucket": True, "log_retention": 90},
+         "log_retention: expected a RetentionDays such as logs.RetentionDays.THREE_MONTHS, got int 90."),
+        ({"job_name_prefix": "team-a-", "with_bucket": True, "metric_namespace": "AWS/SageMaker"},
+         "metric_namespace: must be a CloudWatch namespace of 1-255 characters, not starting with 'AWS/' or ':'"),
+        ({"job_name_prefix": "team-a-", "with_bucket": True, "output_prefix": 7},
+         "output_prefix: expected a key prefix string such as 'training', got int 7."),
     ],
 )
 def test_bad_props_name_the_construct_and_the_fix(kwargs: dict[str, Any], message: str):
@@ -183,9 +270,18 @@ def test_bad_props_name_the_construct_and_the_fix(kwargs: dict[str, Any], messag
         kwargs["training_job"] = _job(stack)
     if kwargs.pop("with_bucket", False):
         kwargs["output_bucket"] = s3.Bucket.from_bucket_name(stack, "B", "bucket-name")
-    with pytest.raises(ConfigurationError, match=message) as info:
+    with pytest.raises(ConfigurationError, match=re.escape(message)) as info:
         RuleEvaluator(stack, "Evaluator", **kwargs)
     assert "S/Evaluator" in str(info.value)
+
+
+def test_key_prefixes_lose_their_slashes():
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-east-1"))
+    evaluator = RuleEvaluator(stack, "Evaluator", job_name_prefix="team-a-", output_prefix="/jobs/",
+                              output_bucket=s3.Bucket.from_bucket_name(stack, "Out", "team-a-output"))
+    written = json.dumps(stack.resolve(evaluator.policy.document.to_json()))
+    assert "team-a-output/jobs/team-a-*/rule-output/evaluator-state.json.gz" in written and "//" not in written.replace(
+        "arn:", "").replace("s3:::", "")
 
 
 def test_custom_rules_are_refused():
@@ -205,5 +301,60 @@ def test_a_custom_event_bus_warns_that_rule_alarm_will_not_hear_it():
     stack = cdk.Stack(cdk.App(), "Stack", env=cdk.Environment(region="us-east-1"))
     bus = events.EventBus(stack, "Bus")
     RuleEvaluator(stack, "Evaluator", job_name_prefix="team-a-", output_bucket=s3.Bucket(stack, "Out"), event_bus=bus)
-    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("RuleAlarm listens on the default"))
+    warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(
+        "RuleAlarm listens on the stack's verdict bus.*whoever that bus's policy lets publish can forge"))
     assert len(warnings) == 1
+    template = Template.from_stack(stack)
+    template.resource_count_is("AWS::Events::EventBusPolicy", 0)  # the evaluator joined no verdict bus
+    template.has_resource_properties("AWS::Events::Rule", {"EventBusName": {"Ref": stack.get_logical_id(
+        bus.node.default_child)}, "EventPattern": Match.object_like({"detail-type": ["Profiler Rule Evaluation Continuation"]})})
+
+
+def test_a_token_memory_size_and_no_reserved_concurrency_pass_through():
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-east-1"))
+    memory = cdk.CfnParameter(stack, "Memory", type="Number", default=2048).value_as_number
+    RuleEvaluator(stack, "Evaluator", job_name_prefix="team-a-", output_bucket=s3.Bucket(stack, "Out"),
+                  memory_size=memory, reserved_concurrency=None)
+    props = _function(Template.from_stack(stack))
+    assert props["MemorySize"] == {"Ref": "Memory"} and "ReservedConcurrentExecutions" not in props
+
+
+def test_a_profiler_path_known_only_at_deploy_time_needs_its_bucket():
+    """Reading the output bucket instead would be the wrong bucket: the evaluator must be told which one."""
+    from cdk_sagemaker_debugger import ProfilerConfig, RuleEngine
+
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-east-1"))
+    path = cdk.CfnParameter(stack, "ProfilerPath", default="s3://profiles/team-a").value_as_string
+    job = _job(stack, profiler=ProfilerConfig(s3_output_path=path), rule_engine=RuleEngine.DEBUGGER)
+    with pytest.raises(ConfigurationError) as caught:
+        RuleEvaluator(stack, "Evaluator", training_job=job)
+    assert str(caught.value).startswith("S/Evaluator: profiler_bucket: the training job's profiler output path")
+    assert "Pass profiler_bucket= (and profiler_prefix=)" in str(caught.value)
+    profiles = s3.Bucket(stack, "Profiles")
+    RuleEvaluator(stack, "Given", training_job=job, profiler_bucket=profiles, profiler_prefix="team-a")
+    reads = json.dumps(Template.from_stack(stack).find_resources("AWS::IAM::Policy"))
+    assert stack.get_logical_id(profiles.node.default_child) in reads
+
+
+def test_a_profiler_bucket_token_in_the_path_is_the_bucket_read():
+    from cdk_sagemaker_debugger import ProfilerConfig, RuleEngine
+
+    stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-east-1"))
+    profiles = s3.Bucket(stack, "Profiles")
+    job = _job(stack, profiler=ProfilerConfig(s3_output_path=f"s3://{profiles.bucket_name}/team-a"),
+               rule_engine=RuleEngine.DEBUGGER)
+    evaluator = RuleEvaluator(stack, "Evaluator", training_job=job)
+    assert stack.resolve(evaluator.profiler_bucket.bucket_name) == {"Ref": stack.get_logical_id(
+        profiles.node.default_child)}
+    statements = json.dumps(evaluator.policy.document.to_json())
+    assert "/team-a/exp-*/profiler-output/*" in json.dumps(stack.resolve(evaluator.policy.document.to_json()))
+    assert statements
+
+
+def test_an_evaluator_in_another_region_than_its_job_fails():
+    app = cdk.App()
+    job = _job(cdk.Stack(app, "Jobs", env=cdk.Environment(region="us-east-1")))
+    elsewhere = cdk.Stack(app, "Elsewhere", env=cdk.Environment(region="eu-west-1"))
+    with pytest.raises(ConfigurationError, match=r"^Elsewhere/Evaluator: training_job: The RuleEvaluator is in "
+                                                 r"eu-west-1, but the training job Jobs/Job runs in us-east-1"):
+        RuleEvaluator(elsewhere, "Evaluator", training_job=job)

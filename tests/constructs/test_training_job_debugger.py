@@ -36,13 +36,51 @@ PYTORCH = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:1.13.1-
 TENSORFLOW = "763104351884.dkr.ecr.us-west-2.amazonaws.com/tensorflow-training:2.10.0-gpu-py39"
 BUILTIN_US_WEST_2 = "895741380848.dkr.ecr.us-west-2.amazonaws.com/sagemaker-debugger-rules:latest"
 CUSTOM_US_WEST_2 = "759209512951.dkr.ecr.us-west-2.amazonaws.com/sagemaker-debugger-rule-evaluator:latest"
-# action_json as the SageMaker Python SDK writes it: quotes escaped with a backslash, StopTraining's name first when
-# its prefix comes from the job.
-ACTION_JSON = (
-    '[{\\"name\\": \\"stoptraining\\", \\"training_job_prefix\\": \\"bert\\"}, '
-    '{\\"endpoint\\": \\"ml-team@example.com\\", \\"name\\": \\"email\\"}, '
-    '{\\"endpoint\\": \\"+15555550100\\", \\"name\\": \\"sms\\"}]'
-)
+# A job name an execution generates: <prefix>-<20 hex characters>.
+RUN = "bert-3f9c2b1a7d4e4c0b9a51"
+
+
+def action_json(job_name: str) -> str:
+    """action_json as the SageMaker Python SDK writes it at fit(): quotes escaped with a backslash, StopTraining's name
+    first and then the job's own name (the SDK fills in the current job name)."""
+    return (
+        f'[{{\\"name\\": \\"stoptraining\\", \\"training_job_prefix\\": \\"{job_name}\\"}}, '
+        '{\\"endpoint\\": \\"ml-team@example.com\\", \\"name\\": \\"email\\"}, '
+        '{\\"endpoint\\": \\"+15555550100\\", \\"name\\": \\"sms\\"}]'
+    )
+
+
+def run_parameters(parameters: dict[str, Any], job_name: str) -> dict[str, str]:
+    """The RuleParameters Step Functions sends for the run ``job_name``: ``key.$`` values are evaluated the way the
+    Amazon States Language defines them (a path to the name, or States.Format with \\' \\{ \\} \\\\ escapes)."""
+    sent = {}
+    for key, value in parameters.items():
+        if not key.endswith(".$"):
+            sent[key] = value
+        elif value == "$.trainingRun.TrainingJobName":
+            sent[key[:-2]] = job_name
+        else:
+            sent[key[:-2]] = _format(value, job_name)
+    return sent
+
+
+def _format(call: str, job_name: str) -> str:
+    prefix, suffix = "States.Format('", "', $.trainingRun.TrainingJobName)"
+    assert call.startswith(prefix) and call.endswith(suffix) and call.count("$.trainingRun.TrainingJobName") == 1, call
+    template, out, index = call[len(prefix):-len(suffix)], [], 0
+    while index < len(template):
+        char = template[index]
+        if char == "\\":
+            out.append(template[index + 1])
+            index += 2
+        elif template.startswith("{}", index):
+            out.append(job_name)
+            index += 2
+        else:
+            assert char not in "'{}", f"unescaped {char!r} in {template!r}"
+            out.append(char)
+            index += 1
+    return "".join(out)
 
 
 def make_stack(region: str | None = "us-west-2") -> cdk.Stack:
@@ -125,11 +163,11 @@ class TestRequest:
             ],
         }
         loss, vanishing, custom = params["DebugRuleConfigurations"]
-        assert loss == {
+        assert {**loss, "RuleParameters": run_parameters(loss["RuleParameters"], RUN)} == {
             "RuleConfigurationName": "LossNotDecreasing",
             "RuleEvaluatorImage": BUILTIN_US_WEST_2,
             "RuleParameters": {"rule_to_invoke": "LossNotDecreasing", "num_steps": "20", "mode": "TRAIN",
-                               "action_json": ACTION_JSON},
+                               "action_json": action_json(RUN)},
         }
         assert vanishing == {"RuleConfigurationName": "VanishingGradient", "RuleEvaluatorImage": BUILTIN_US_WEST_2,
                              "RuleParameters": {"rule_to_invoke": "VanishingGradient"}}
@@ -193,15 +231,25 @@ class TestActionsIam:
         statements = policy_statements(stack, "JobRuleActionsPolicy")
         by_action = {tuple(actions_of(s)): s["Resource"] for s in statements}
         assert set(by_action) == {
-            ("sns:CreateTopic", "sns:Subscribe", "sns:Publish"),
+            ("sns:CreateTopic", "sns:Publish"),
+            ("sns:ListSubscriptions",),
+            ("sns:Subscribe",),
             ("sagemaker:ListTrainingJobs",),
             ("sagemaker:StopTrainingJob",),
         }
-        topic = by_action[("sns:CreateTopic", "sns:Subscribe", "sns:Publish")]
+        topic = by_action[("sns:CreateTopic", "sns:Publish")]
         assert topic == {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":sns:us-west-2:", {"Ref": "AWS::AccountId"},
                                            ":SMDebugRules"]]}
+        # only the configured endpoints may be subscribed: the training code cannot add an address of its own
+        subscribe = [s for s in statements if s["Action"] == "sns:Subscribe"]
+        assert [s["Condition"] for s in subscribe] == [
+            {"StringEquals": {"sns:Protocol": "email"}, "StringEqualsIgnoreCase": {"sns:Endpoint": ["ml-team@example.com"]}},
+            {"StringEquals": {"sns:Protocol": "sms"}, "StringEqualsIgnoreCase": {"sns:Endpoint": ["+15555550100"]}},
+        ]
+        assert all(s["Resource"] == topic for s in subscribe)
+        # the run's own jobs: the dash keeps a sibling prefix's jobs (bert2-..., bertlarge-...) out
         assert by_action[("sagemaker:StopTrainingJob",)] == {"Fn::Join": ["", [
-            "arn:", {"Ref": "AWS::Partition"}, ":sagemaker:us-west-2:", {"Ref": "AWS::AccountId"}, ":training-job/bert*"]]}
+            "arn:aws:sagemaker:us-west-2:", {"Ref": "AWS::AccountId"}, ":training-job/bert-*"]]}
         assert by_action[("sagemaker:ListTrainingJobs",)] == "*"
         Template.from_stack(stack).has_resource_properties("AWS::IAM::Policy", {
             "PolicyName": Match.string_like_regexp("JobRuleActionsPolicy"),
@@ -220,7 +268,8 @@ class TestActionsIam:
         stack = make_stack()
         training = job(stack, debugger_rules=[debugger_rules.Overfit(actions=Email("a@example.com"))])
         statements = policy_statements(stack, "JobRuleActionsPolicy")
-        assert [actions_of(s) for s in statements] == [["sns:CreateTopic", "sns:Subscribe", "sns:Publish"]]
+        assert [actions_of(s) for s in statements] == [["sns:CreateTopic", "sns:Publish"], ["sns:ListSubscriptions"],
+                                                       ["sns:Subscribe"]]
         assert training.rule_actions_policy is not None
 
     def test_rule_images_are_pulled(self, full):
@@ -309,7 +358,7 @@ class TestAddDebuggerRule:
         assert [c["RuleConfigurationName"] for c in params["DebugRuleConfigurations"]] == ["Overfit"]
         assert "DebugHookConfig" in params
         stop = next(s for s in policy_statements(stack, "JobRuleActionsPolicy") if s["Action"] == "sagemaker:StopTrainingJob")
-        assert stop["Resource"]["Fn::Join"][1][-1] == ":training-job/bert*"
+        assert stop["Resource"]["Fn::Join"][1][-1] == ":training-job/bert-*"
         pull = next(s for s in policy_statements(stack, "JobExecutionRole") if "ecr:BatchGetImage" in s["Action"])
         assert "repository/sagemaker-debugger-rules" in json.dumps(pull["Resource"])
 
@@ -318,7 +367,7 @@ class TestAddDebuggerRule:
         training = job(stack, instance_count=2, checkpoint_s3_uri="s3://ckpt/bert")
         custom = debugger_rules.Rule.custom(name="GradientNorm", rule_to_invoke="GradientNorm", source=rule_source,
                                             instance_type="ml.m5.xlarge", volume_size_in_gb=30)
-        with pytest.raises(ConfigurationError, match=r"^Training/Job: checkpoint_config: SMDebug Does Not Currently Support"):
+        with pytest.raises(ConfigurationError, match=r"^Training/Job: checkpoint_s3_uri: SMDebug Does Not Currently Support"):
             training.add_debugger_rule(custom)
         assert training.debugger_rules == () and training.debugger_rule_source_assets == ()
         assert training.debug_hook is None
@@ -403,8 +452,8 @@ class TestGuardRails:
             job(make_stack(), checkpoint_s3_uri="s3://ckpt/bert", debugger_rules=[debugger_rules.Overfit()], **kwargs)
         message = str(raised.value)
         assert message.startswith(
-            "Training/Job: checkpoint_config: SMDebug Does Not Currently Support Distributed Training Jobs With "
-            f"Checkpointing Enabled ({shape} with checkpoint_config)."
+            "Training/Job: checkpoint_s3_uri: SMDebug Does Not Currently Support Distributed Training Jobs With "
+            f"Checkpointing Enabled ({shape} with checkpoint_s3_uri)."
         )
         assert "disable SageMaker checkpointing" in message
 
@@ -476,3 +525,77 @@ class TestGuardRails:
         message = str(raised.value)
         assert "profiler rules ['LowGPUUtilization'] need the profiler" in message
         assert "Training/Job: instance_type: ml.trn1.32xlarge is an AWS Trainium instance" in message
+
+
+class TestRunName:
+    """Debugger's StopTraining stops only when exactly one running job matches its prefix: each run gets its own name."""
+
+    @staticmethod
+    def states(stack: cdk.Stack) -> dict[str, Any]:
+        machine = next(r for r in Template.from_stack(stack).to_json()["Resources"].values()
+                       if r["Type"] == "AWS::StepFunctions::StateMachine")
+        parts = machine["Properties"]["DefinitionString"]["Fn::Join"][1]
+        return json.loads("".join(p if isinstance(p, str) else "x" for p in parts))["States"]
+
+    def test_the_run_is_named_once_and_its_stop_actions_name_exactly_that_run(self):
+        stack = make_stack()
+        job(stack, debugger_rules=[debugger_rules.Overfit(actions=StopTraining()),
+                                   debugger_rules.StalledTrainingRule(stop_training_on_fire=True)])
+        naming = self.states(stack)["NameTrainingJob"]
+        assert naming["Parameters"]["TrainingJobName.$"].startswith("States.Format('bert-{}{}', ")
+        params = request(stack)
+        assert params["TrainingJobName.$"] == "$.trainingRun.TrainingJobName"
+        overfit, stalled = params["DebugRuleConfigurations"]
+        assert run_parameters(overfit["RuleParameters"], RUN)["action_json"] == (
+            f'{{\\"name\\": \\"stoptraining\\", \\"training_job_prefix\\": \\"{RUN}\\"}}')
+        assert stalled["RuleParameters"]["training_job_name_prefix.$"] == "$.trainingRun.TrainingJobName"
+        assert run_parameters(stalled["RuleParameters"], RUN)["training_job_name_prefix"] == RUN
+
+    def test_reserved_characters_of_other_actions_survive_the_intrinsic(self):
+        stack = make_stack()
+        address = "o'neil+{ml}@example.com"
+        job(stack, debugger_rules=[debugger_rules.Overfit(actions=ActionList(StopTraining(), Email(address)))])
+        (overfit,) = request(stack)["DebugRuleConfigurations"]
+        expected = ActionList(StopTraining(), Email(address)).with_job_prefix(RUN).serialize()
+        assert run_parameters(overfit["RuleParameters"], RUN)["action_json"] == expected
+
+    def test_a_stop_with_its_own_prefix_is_sent_as_given(self):
+        stack = make_stack()
+        job(stack, debugger_rules=[debugger_rules.Overfit(actions=StopTraining("Shared-Runs"))])
+        (overfit,) = request(stack)["DebugRuleConfigurations"]
+        assert overfit["RuleParameters"]["action_json"] == StopTraining("Shared-Runs").serialize()
+
+    def test_rules_added_later_subscribe_only_their_new_endpoints(self):
+        stack = make_stack()
+        training = job(stack, debugger_rules=[debugger_rules.Overfit(actions=Email("ML-Team@Example.com"))])
+        training.add_debugger_rule(debugger_rules.LossNotDecreasing(
+            actions=ActionList(Email("ML-Team@Example.com"), Email("oncall@example.com"))))
+        subscribe = [s for s in policy_statements(stack, "JobRuleActionsPolicy") if s["Action"] == "sns:Subscribe"]
+        # the container lowercases the action text, endpoints included
+        assert [s["Condition"]["StringEqualsIgnoreCase"]["sns:Endpoint"] for s in subscribe] == [
+            ["ml-team@example.com"], ["oncall@example.com"]]
+        topic_grants = [s for s in policy_statements(stack, "JobRuleActionsPolicy") if "sns:CreateTopic" in actions_of(s)]
+        assert len(topic_grants) == 1
+
+
+class TestDeployTimeNumbers:
+    def test_a_number_token_in_a_rule_parameter_or_hook_parameter_is_sent_as_a_string(self):
+        """SageMaker takes RuleParameters and HookParameters as strings; a JSON number would be refused."""
+        stack = make_stack()
+        steps = cdk.CfnParameter(stack, "Steps", type="Number", default=20).value_as_number
+        job(stack, debugger_rules=[debugger_rules.LossNotDecreasing(num_steps=steps)],
+            debug_hook=DebugHookConfig(hook_parameters={"save_interval": steps}),
+            rule_set=ProfilerRuleSet(stack, "Rules", rules=[rules.LowGPUUtilization(threshold_p95=steps)]))
+        params = request(stack)  # the definition parses only if the values are quoted
+        assert params["DebugRuleConfigurations"][0]["RuleParameters"]["num_steps"] == "<Ref Steps>"
+        assert params["ProfilerRuleConfigurations"][0]["RuleParameters"]["threshold_p95"] == "<Ref Steps>"
+        assert params["DebugHookConfig"]["HookParameters"] == {"save_interval": "<Ref Steps>"}
+
+
+def test_a_rule_without_parameters_is_sent_without_them():
+    stack = make_stack()
+    job(stack, debugger_rules=[debugger_rules.Rule.custom(
+        name="Mine", image_uri="123456789012.dkr.ecr.us-west-2.amazonaws.com/rules:1", instance_type="ml.m5.xlarge",
+        volume_size_in_gb=20)])
+    (mine,) = request(stack)["DebugRuleConfigurations"]
+    assert "RuleParameters" not in mine

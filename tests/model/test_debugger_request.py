@@ -89,8 +89,24 @@ class TestFragment:
         assert custom["RuleEvaluatorImage"] == "759209512951.dkr.ecr.us-west-2.amazonaws.com/sagemaker-debugger-rule-evaluator:latest"
         assert custom["RuleParameters"]["source_s3_uri"] == "s3://assets/rule.py"
         assert result.fragment["TensorBoardOutputConfig"]["S3OutputPath"] == "s3://my-bucket/output/my-job/tensorboard-output"
-        assert result.permissions == RulePermissions(notification_topic=True, stop_training_job_prefixes=("my-job",))
+        assert result.permissions == RulePermissions(
+            notification_topic=True, stop_training_job_prefixes=("my-job",),
+            notification_endpoints=(("email", "ml@example.com"),))
         assert_valid_for_the_api(result.fragment)
+
+    def test_stop_actions_get_the_runs_own_name_as_the_sdk_fills_it_in(self):
+        """The SDK sets StopTraining's prefix to the job's own name at fit(); the rule container stops only when exactly
+        one running job matches, so a prefix shared by two runs (or by bert-debugger-...) would never stop."""
+        rules = [debugger_rules.Overfit(actions=StopTraining()),
+                 debugger_rules.StalledTrainingRule(stop_training_on_fire=True)]
+        result = render(rules=rules, job_name_prefix="bert", job_name="bert-0123456789abcdef0123",
+                        tensorboard=TensorBoardOutputConfig())
+        overfit, stalled = result.fragment["DebugRuleConfigurations"]
+        assert overfit["RuleParameters"]["action_json"] == (
+            '{\\"name\\": \\"stoptraining\\", \\"training_job_prefix\\": \\"bert-0123456789abcdef0123\\"}')
+        assert stalled["RuleParameters"]["training_job_name_prefix"] == "bert-0123456789abcdef0123"
+        assert result.permissions.stop_training_job_prefixes == ("bert-0123456789abcdef0123",)
+        assert result.fragment["TensorBoardOutputConfig"]["S3OutputPath"] == "s3://my-bucket/output/bert/tensorboard-output"
 
     def test_image_strings_for_environment_agnostic_stacks(self):
         builtin, custom = "${Token[Builtin.1]}", "${Token[Custom.2]}"

@@ -102,12 +102,14 @@ class TestCheckpointing:
         with pytest.raises(ConfigurationError) as raised:
             check(features=TENSORS, instance_count=2, checkpointing=True, where="Stack/Job")
         message = str(raised.value)
-        assert message.startswith(f"Stack/Job: checkpoint_config: {self.MESSAGE} (2 instances with checkpoint_config)")
-        assert "disable SageMaker checkpointing (remove checkpoint_config) and save checkpoints from your training script" in message
+        # the guard rail names the props the user sets (checkpoint_s3_uri), not the API member
+        assert message.startswith(f"Stack/Job: checkpoint_s3_uri: {self.MESSAGE} (2 instances with checkpoint_s3_uri)")
+        assert "disable SageMaker checkpointing (remove checkpoint_s3_uri and checkpoint_local_path) and save checkpoints" in message
+        assert "checkpoint_config" not in message
         assert "or remove debug_hook and debugger_rules" in message
 
     def test_single_instance_distribution_with_checkpointing_fails(self):
-        with pytest.raises(ConfigurationError, match=rf"{self.MESSAGE} \(torch_distributed with checkpoint_config\)"):
+        with pytest.raises(ConfigurationError, match=rf"{self.MESSAGE} \(torch_distributed with checkpoint_s3_uri\)"):
             check(features=TENSORS, distribution=Distribution.torch_distributed(), framework=PYTORCH, checkpointing=True)
 
     def test_single_instance_without_distribution_keeps_its_hook(self):

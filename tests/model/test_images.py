@@ -6,6 +6,7 @@ import pytest
 
 from cdk_sagemaker_debugger import images
 from cdk_sagemaker_debugger.images import UnsupportedRegionError
+from cdk_sagemaker_debugger.model.images import partition_of, url_suffix
 
 
 def test_table_sizes_match_the_published_tables():
@@ -66,3 +67,21 @@ def test_il_central_1_is_not_in_the_tables():
 def test_non_string_region():
     with pytest.raises(UnsupportedRegionError, match="region must be a string"):
         images.builtin_rule_image(None)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("region", "partition", "suffix"),
+    [
+        ("us-east-1", "aws", "amazonaws.com"),
+        ("cn-north-1", "aws-cn", "amazonaws.com.cn"),
+        ("us-gov-west-1", "aws-us-gov", "amazonaws.com"),
+        ("us-iso-east-1", "aws-iso", "c2s.ic.gov"),
+        ("us-isob-east-1", "aws-iso-b", "sc2s.sgov.gov"),
+        ("us-isof-south-1", "aws-iso-f", "csp.hci.ic.gov"),
+        ("eu-isoe-west-1", "aws-iso-e", "cloud.adc-e.uk"),
+        ("eusc-de-east-1", "aws-eusc", "amazonaws.eu"),
+    ],
+)
+def test_partition_and_dns_suffix_of_every_partition(region: str, partition: str, suffix: str):
+    """The values CDK's RegionInfo gives for these regions; ISO regions are not in the aws partition."""
+    assert (partition_of(region), url_suffix(region)) == (partition, suffix)

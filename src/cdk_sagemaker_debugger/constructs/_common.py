@@ -16,7 +16,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct, IConstruct
 
-from ..model.errors import ConfigurationError
+from ..model.errors import ConfigurationError, ConfigurationTypeError
 from ..model.images import (
     BUILTIN_RULE_ACCOUNTS,
     BUILTIN_RULE_REPOSITORY,
@@ -164,10 +164,24 @@ rule_image = _per_stack("image", _rule_image)
 rule_image_repository_arn = _per_stack("repository", _rule_image_repository_arn)
 
 
-def acknowledge(scope: Construct, findings: dict[str, str]) -> None:
-    """Acknowledge cdk-nag / validation findings on ``scope`` and its children, each with its specific reason."""
+def finding_target(scope: IConstruct) -> cdk.CfnResource:
+    """The CloudFormation resource a finding about ``scope`` is reported on: ``scope`` itself or its default child.
+
+    Acknowledgements go there and nowhere else: cdk-nag matches an acknowledgement to every finding of the resources
+    *below* the construct it sits on, so one on a role or a whole job would also hide what a user adds later (a
+    ``Resource::*`` statement in the role's DefaultPolicy, say)."""
+    if cdk.CfnResource.is_cfn_resource(scope):
+        return scope  # type: ignore[return-value]
+    child = scope.node.default_child
+    if child is None or not cdk.CfnResource.is_cfn_resource(child):
+        raise TypeError(f"{scope.node.path} is not backed by one CloudFormation resource; acknowledge on that resource")
+    return child  # type: ignore[return-value]
+
+
+def acknowledge(scope: IConstruct, findings: dict[str, str]) -> None:
+    """Acknowledge cdk-nag / validation findings on the one resource behind ``scope``, each with its specific reason."""
     if findings:
-        cdk.Validations.of(scope).acknowledge(
+        cdk.Validations.of(finding_target(scope)).acknowledge(
             *(cdk.Acknowledgment(id=finding_id, reason=reason) for finding_id, reason in findings.items())
         )
 
@@ -187,11 +201,14 @@ def _flatten(value: object) -> str:
     return str(value)
 
 
-def acknowledge_wildcards(scope: Construct, findings: dict[str, str], *, stack: cdk.Stack | None = None) -> None:
-    """Acknowledge each AwsSolutions-IAM5 finding on its own, with its own reason.
+def acknowledge_wildcards(scope: IConstruct, findings: dict[str, str], *, stack: cdk.Stack | None = None) -> None:
+    """Acknowledge each AwsSolutions-IAM5 finding of one resource on its own, with its own reason.
 
-    Keys are ``"Action::<action pattern>"`` or ``"Resource::<resource>"``; a resource may hold CDK tokens (it is spelled
-    the way cdk-nag spells it). Keys that already are finding ids (``"AwsSolutions::..."``) pass through unchanged.
+    ``scope`` is the policy-bearing resource (an ``iam.Policy``, a role whose inline policy holds the statements, or
+    their CloudFormation resource): the acknowledgement covers that resource only. Keys are
+    ``"Action::<action pattern>"`` or ``"Resource::<resource>"`` (cdk-nag's ``appliesTo``, the exact strings); a
+    resource may hold CDK tokens (it is spelled the way cdk-nag spells it). Keys that already are finding ids
+    (``"AwsSolutions::..."``) pass through unchanged.
     """
     parts = [key.partition("::") for key in findings]
     # One resolve for all tokenized resources instead of one jsii round trip each.
@@ -208,6 +225,126 @@ def acknowledge_wildcards(scope: Construct, findings: dict[str, str], *, stack: 
             ids[key] = reason
     acknowledge(scope, ids)
 
+
+def whole_seconds(duration: object, *, where: object, field: str, minimum: int = 1, maximum: int | None = None,
+                  optional: bool = False) -> int | None:
+    """``duration`` in whole seconds, checked against ``[minimum, maximum]``; a clear error instead of jsii's.
+
+    None is returned for None when ``optional``; a Duration holding a deploy-time token is returned as its token."""
+    if duration is None and optional:
+        return None
+    if not isinstance(duration, cdk.Duration):
+        raise ConfigurationTypeError(
+            f"expected a Duration such as Duration.minutes(5), got {type(duration).__name__} {duration!r}.",
+            where=str(where), field=field, value=duration)
+    if duration.is_unresolved():
+        return duration.to_seconds()  # a deploy-time value: CloudFormation checks it
+    milliseconds = duration.to_milliseconds(integral=False)
+    seconds = int(milliseconds // 1000)
+    if milliseconds % 1000:
+        exact = f"{milliseconds:.3f}".rstrip("0").rstrip(".")
+        raise ConfigurationError(
+            f"must be a whole number of seconds, got {exact} milliseconds. Use Duration.seconds(...) with an "
+            f"integer, for example Duration.seconds({max(seconds, minimum)}).",
+            where=str(where), field=field, value=f"{exact} ms")
+    if seconds < minimum or (maximum is not None and seconds > maximum):
+        limit = f"between {minimum} and {maximum} seconds" if maximum is not None else f"at least {minimum} seconds"
+        raise ConfigurationError(f"must be {limit}, got {duration.to_human_string()} ({seconds} s).",
+                                 where=str(where), field=field, value=duration.to_human_string())
+    return seconds
+
+
+_JOB_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
+_MAX_JOB_NAME = 63
+#: A watched prefix shorter than this matches too many jobs to be a scope ("a" would be every job starting with a).
+MIN_WATCHED_PREFIX = 3
+
+
+def check_watched_prefix(prefix: object, *, where: object, field: str = "job_name_prefix",
+                         from_job: str | None = None) -> str:
+    """A job-name prefix RuleAlarm or RuleEvaluator scopes itself to: a string training job names can start with, at
+    least 3 characters. ``from_job`` is the ProfiledTrainingJob prefix the watched one was made from, for the message.
+    Deploy-time tokens pass unchecked."""
+    if not isinstance(prefix, str):
+        raise ConfigurationTypeError(
+            f"expected a job-name prefix string such as 'resnet-exp-', got {type(prefix).__name__} {prefix!r}.",
+            where=str(where), field=field, value=prefix)
+    if is_token(prefix) or cdk.Token.is_unresolved(prefix):
+        return prefix
+    bad = sorted(set(prefix) - _JOB_NAME_CHARACTERS)
+    if not prefix or bad or not prefix[0].isalnum() or len(prefix) > _MAX_JOB_NAME:
+        raise ConfigurationError(
+            f"must be 1-{_MAX_JOB_NAME} letters, digits and hyphens starting with a letter or digit (training job "
+            f"names allow nothing else), got {prefix!r}" + (f" with {''.join(bad)!r}" if bad else "") + ".",
+            where=str(where), field=field, value=prefix)
+    if len(prefix) < MIN_WATCHED_PREFIX:
+        cause = (f"the training job's prefix {from_job!r} gives the watched prefix {prefix!r}" if from_job
+                 else f"{prefix!r} is {len(prefix)} character{'s' if len(prefix) > 1 else ''}")
+        raise ConfigurationError(
+            f"{cause}, which matches every job whose name starts with it, other teams' jobs included. Use a prefix of "
+            f"at least {MIN_WATCHED_PREFIX} characters"
+            + (" (a job_name_prefix of 2 or more)." if from_job else ", for example 'team-a-'."),
+            where=str(where), field=field, value=prefix)
+    return prefix
+
+
+def check_same_region(scope: IConstruct, training_job: IConstruct, *, what: str) -> None:
+    """Fail when ``scope`` and the training job it watches sit in stacks of two different concrete regions: EventBridge
+    delivers SageMaker's events, and ListTrainingJobs lists jobs, only in the job's region."""
+    here, there = concrete_region(scope), concrete_region(training_job)
+    if here is not None and there is not None and here != there:
+        raise ConfigurationError(
+            f"{what} is in {here}, but the training job {training_job.node.path} runs in {there}; it would never hear "
+            f"of the job's runs (SageMaker's events and job listings stay in the job's region). Create it in a stack "
+            f"in {there}.",
+            where=scope.node.path, field="training_job", value=there)
+
+
+def check_kind(value: object, attribute: str, *, where: object, field: str, expected: str) -> None:
+    """``value`` (unless None) must be a CDK object with ``attribute`` (the interfaces are protocols: duck typing), so a
+    string where a bucket, role or key belongs fails here, by name, rather than deep inside CDK."""
+    if value is not None and (isinstance(value, (str, bytes, int, float, dict, list)) or not hasattr(value, attribute)):
+        raise ConfigurationTypeError(f"expected {expected}, got {type(value).__name__} {value!r}.",
+                                     where=str(where), field=field, value=value)
+
+
+def check_log_retention(value: object, *, where: object) -> None:
+    if not isinstance(value, logs.RetentionDays):
+        raise ConfigurationTypeError(
+            f"expected a RetentionDays such as logs.RetentionDays.THREE_MONTHS, got {type(value).__name__} {value!r}.",
+            where=str(where), field="log_retention", value=value)
+
+
+def key_prefix(value: object, *, where: object, field: str) -> str | None:
+    """An S3 key prefix without surrounding slashes (None stays None)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise ConfigurationTypeError(f"expected a key prefix string such as 'training', got {type(value).__name__} "
+                                     f"{value!r}.", where=str(where), field=field, value=value)
+    return value.strip("/")
+
+
+def check_reserved_concurrency(value: object, *, where: object) -> int | None:
+    """None (no reservation) or a whole number of concurrent executions between 1 and 1000; tokens pass."""
+    if value is None or is_token(value):
+        return value  # type: ignore[return-value]
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigurationTypeError(
+            f"expected a whole number of concurrent executions or None, got {type(value).__name__} {value!r}.",
+            where=str(where), field="reserved_concurrency", value=value)
+    if not 1 <= value <= 1000:
+        raise ConfigurationError(
+            f"must be between 1 and 1000 concurrent executions (or None for no reservation), got {value}.",
+            where=str(where), field="reserved_concurrency", value=value)
+    return value
+
+
+#: Where the RuleEvaluator keeps its own objects under ``<output>/<job>/rule-output/`` (the runtime writes them; a test
+#: checks both layers agree): its state object, and ``<RuleConfigurationName>/evaluator-output/`` with the reports.
+EVALUATOR_STATE_FILE = "evaluator-state.json.gz"
+EVALUATOR_REPORT_FOLDER = "evaluator-output"
+EVALUATOR_SUMMARY_FILE = "evaluation-summary.json"
 
 #: The runtime layer's folder: each Lambda ships one of its subpackages (importable there as a top-level package).
 RUNTIME_DIR = Path(__file__).resolve().parent.parent / "runtime"
@@ -237,9 +374,11 @@ def runtime_function(
     log_retention: logs.RetentionDays,
     exclude: tuple[str, ...] = (),
     max_event_age: cdk.Duration | None = None,
+    reserved_concurrency: int | None = None,
 ) -> RuntimeFunction:
     """An arm64 Python Lambda running ``runtime/<package>`` only: its own role (no managed policies), a retained log
-    group, and an encrypted, SSL-only dead-letter queue for invocations that still fail after two retries."""
+    group, and an encrypted, SSL-only dead-letter queue for invocations that still fail after two retries.
+    ``reserved_concurrency`` caps (and reserves) concurrent executions: what a burst of events can cost."""
     dead_letter_queue = sqs.Queue(
         scope, "DeadLetterQueue", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
         retention_period=cdk.Duration.days(14),
@@ -265,6 +404,7 @@ def runtime_function(
         max_event_age=max_event_age,
         description=description,
         environment=environment,
+        reserved_concurrent_executions=reserved_concurrency,
     )
     return RuntimeFunction(function, role, log_group, dead_letter_queue)
 

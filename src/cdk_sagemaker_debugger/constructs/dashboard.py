@@ -24,8 +24,8 @@ from ..model.rule_engine import RuleEngine
 from ..runtime.evaluator.cloudwatch import instance_devices
 from ..runtime.gpu_watch import contract as watch_contract
 from ._alarm_actions import AlarmActions
-from ._common import RuntimeFunction, acknowledge_wildcards, concrete_region, runtime_function
-from .rule_alarm import RuleAlarm, _check_prefix
+from ._common import RuntimeFunction, acknowledge_wildcards, check_watched_prefix, concrete_region, runtime_function
+from .rule_alarm import RuleAlarm
 from .rule_evaluator import METRIC_NAME as RULE_METRIC_NAME
 from .rule_evaluator import RuleEvaluator
 from .training_job import ProfiledTrainingJob, family_metric
@@ -171,7 +171,7 @@ class TrainingDashboard(Construct):
                 "give exactly one of training_job= (a ProfiledTrainingJob) or job_name_prefix= (for jobs started "
                 "elsewhere).", where=where, field="training_job")
         if training_job is None:
-            return _check_prefix(job_name_prefix, where=where, field="job_name_prefix")
+            return check_watched_prefix(job_name_prefix, where=where, field="job_name_prefix")
         if not isinstance(training_job, ProfiledTrainingJob):
             raise ConfigurationTypeError(
                 f"expected a ProfiledTrainingJob, got {type(training_job).__name__}. For jobs started elsewhere pass "

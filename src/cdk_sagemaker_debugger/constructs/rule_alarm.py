@@ -8,6 +8,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import aws_cdk as cdk
+import jsii
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_dynamodb as dynamodb
 from aws_cdk import aws_events as events
@@ -15,6 +16,7 @@ from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_logs as logs
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
@@ -23,7 +25,19 @@ from ..model.actions import SMS, Action, ActionList, Email, StopTraining
 from ..model.errors import ConfigurationError, ConfigurationTypeError, did_you_mean
 from ..model.parameters import is_token
 from ._alarm_actions import AlarmActions
-from ._common import acknowledge_wildcards, runtime_function
+from ._common import (
+    EVALUATOR_REPORT_FOLDER,
+    EVALUATOR_SUMMARY_FILE,
+    acknowledge_wildcards,
+    check_kind,
+    check_log_retention,
+    check_reserved_concurrency,
+    check_same_region,
+    check_watched_prefix,
+    runtime_function,
+    whole_seconds,
+)
+from .event_bus import verdict_bus
 from .training_job import ProfiledTrainingJob
 
 __all__ = ["RuleAlarm", "ALARM_STATUSES"]
@@ -35,9 +49,11 @@ SAGEMAKER_SOURCE = "aws.sagemaker"
 SAGEMAKER_DETAIL_TYPE = "SageMaker Training Job State Change"
 #: Verdicts a RuleAlarm can report. StopTraining acts on IssuesFound only.
 ALARM_STATUSES = ("IssuesFound", "Error", "NoIssuesFound", "Stopped")
-_JOB_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
-_MAX_JOB_NAME = 63
 _HANDLER_TIMEOUT = cdk.Duration.minutes(2)
+#: Notifications per training job at most: a bound on what a stream of verdicts can send.
+DEFAULT_MAX_MESSAGES_PER_JOB = 25
+#: Concurrent handler runs at most (the ledger keeps them from acting twice; throttled events are retried).
+DEFAULT_RESERVED_CONCURRENCY = 5
 
 
 class RuleAlarm(Construct):
@@ -47,7 +63,12 @@ class RuleAlarm(Construct):
     events, replays and concurrent invocations are filtered by a conditional write in a DynamoDB ledger. The handler
     reads rule statuses with DescribeTrainingJob (state-change events are not guaranteed to carry them) and a sweep
     every minute re-checks the watched jobs, so a verdict that arrives after the job ended, or without an event, is
-    reported within two minutes. Verdicts of the :class:`RuleEvaluator` are handled the same way.
+    reported within two minutes. Verdicts of the :class:`RuleEvaluator` come from the stack's verdict bus, where only
+    evaluator functions may publish, and are acted on only when the evaluator's report says the same.
+
+    Before it stops or notifies, the handler checks that the job runs as the family's execution role (the training
+    job's role, or ``execution_role=`` with ``job_name_prefix=``), so a job that only borrows the name is ignored; and it
+    sends at most ``max_messages_per_job`` notifications per job. See docs/rule-alarm.md, "Trust model".
 
     Example::
 
@@ -73,30 +94,16 @@ class RuleAlarm(Construct):
         topic_key: kms.IKey | None = None,
         transition_retention: cdk.Duration | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
+        execution_role: iam.IRole | None = None,
+        output_bucket: s3.IBucket | None = None,
+        max_messages_per_job: int = DEFAULT_MAX_MESSAGES_PER_JOB,
+        reserved_concurrency: int | None = DEFAULT_RESERVED_CONCURRENCY,
         ops_topic: sns.ITopic | None = None,
     ) -> None:
         super().__init__(scope, id)
         where = self.node.path
         ops_actions = AlarmActions.checked(ops_topic, where=where)
-        if (training_job is None) == (job_name_prefix is None):
-            raise ConfigurationError(
-                "give exactly one of training_job= (a ProfiledTrainingJob) or job_name_prefix= (for jobs started "
-                "elsewhere).",
-                where=where,
-                field="training_job",
-            )
-        if training_job is not None:
-            if not isinstance(training_job, ProfiledTrainingJob):
-                raise ConfigurationTypeError(
-                    f"expected a ProfiledTrainingJob, got {type(training_job).__name__}. For jobs started elsewhere "
-                    "pass job_name_prefix= instead.",
-                    where=where,
-                    field="training_job",
-                    value=training_job,
-                )
-            # ProfiledTrainingJob names its jobs "<prefix>-<suffix>"; the dash keeps "<prefix>2-..." jobs out
-            job_name_prefix = f"{training_job.job_name_prefix}-"
-        self.job_name_prefix: str = _check_prefix(job_name_prefix, where=where, field="job_name_prefix")
+        self.job_name_prefix: str = self._watched_prefix(training_job, job_name_prefix, where)
         self.training_job = training_job
         self.statuses: tuple[str, ...] = _check_statuses(statuses, where=where)
         self.rule_names: tuple[str, ...] | None = _check_rule_names(rule_names, training_job, where=where)
@@ -107,21 +114,73 @@ class RuleAlarm(Construct):
         self.stop_prefix: str | None = None
         if stop is not None:
             self.stop_prefix = _stop_prefix(stop, self.job_name_prefix, where=where)
-        retention = transition_retention or cdk.Duration.days(90)
-        retention_seconds = retention.to_seconds()
-        if retention_seconds < 86400:
-            raise ConfigurationError(
-                "must be at least one day: a transition is remembered that long, and a verdict reported again after "
-                f"it is forgotten is notified again. Got {retention.to_human_string()}.",
-                where=where,
-                field="transition_retention",
-            )
         #: How long the ledger remembers a transition (whole days).
-        self.transition_retention_days: int = math.ceil(retention_seconds / 86400)
+        self.transition_retention_days: int = _retention_days(transition_retention, where=where)
+        #: At most this many notifications per training job; later verdicts of the job are recorded but not sent.
+        self.max_messages_per_job: int = _check_message_cap(max_messages_per_job, where=where)
+        reserved_concurrency = check_reserved_concurrency(reserved_concurrency, where=where)
+        _check_kinds(where, topic_key=topic_key, execution_role=execution_role, output_bucket=output_bucket,
+                     log_retention=log_retention)
         #: Identifies this alarm in its "Rule Alarm Transition" events.
         self.alarm_id: str = self.node.path
+        #: The role the watched jobs must run as (from the training job, or execution_role=); None trusts the prefix.
+        self.execution_role: iam.IRole | None = training_job.role if training_job is not None else execution_role
+        if training_job is not None and execution_role is not None:
+            raise ConfigurationError("execution_role= is for job_name_prefix=; with training_job= the alarm uses the "
+                                     "job's own role.", where=where, field="execution_role")
+        #: Where RuleAlarm re-reads RuleEvaluator reports (None: evaluator verdicts are not heard).
+        self.output_bucket: s3.IBucket | None = training_job.output_bucket if training_job is not None else output_bucket
+        self._warn_about_weaker_trust(training_job)
+        self._create_topic(topic_key)
+        self._create_table()
+        self._create_handler(log_retention, reserved_concurrency)
+        self._grant_handler_permissions()
+        self._create_rules()
+        self._create_alarms()
+        #: Where the two alarms notify on ALARM and OK (None: no actions, unless a TrainingDashboard adds its own).
+        self.ops_topic = ops_topic
+        self._add_ops_actions(ops_actions)
 
-        # -- topic -------------------------------------------------------------------------------------------------
+    def _watched_prefix(self, training_job: object, job_name_prefix: object, where: str) -> str:
+        if (training_job is None) == (job_name_prefix is None):
+            raise ConfigurationError(
+                "give exactly one of training_job= (a ProfiledTrainingJob) or job_name_prefix= (for jobs started "
+                "elsewhere).",
+                where=where,
+                field="training_job",
+            )
+        if training_job is None:
+            return check_watched_prefix(job_name_prefix, where=where)
+        if not isinstance(training_job, ProfiledTrainingJob):
+            raise ConfigurationTypeError(
+                f"expected a ProfiledTrainingJob, got {type(training_job).__name__}. For jobs started elsewhere "
+                "pass job_name_prefix= instead.",
+                where=where,
+                field="training_job",
+                value=training_job,
+            )
+        check_same_region(self, training_job, what="The RuleAlarm")
+        # ProfiledTrainingJob names its jobs "<prefix>-<suffix>"; the dash keeps "<prefix>2-..." jobs out
+        return check_watched_prefix(f"{training_job.job_name_prefix}-", where=where,
+                                    from_job=training_job.job_name_prefix)
+
+    def _warn_about_weaker_trust(self, training_job: ProfiledTrainingJob | None) -> None:
+        if training_job is not None:
+            return
+        if self.execution_role is None:
+            cdk.Annotations.of(self).add_warning_v2(
+                "cdk-sagemaker-debugger:ruleAlarmTrustsPrefix",
+                f"The alarm acts on every training job whose name starts with {self.job_name_prefix!r}: anyone who can "
+                "create such a job can make it notify (and StopTraining stops any such job). Pass execution_role= "
+                "(the role the jobs run as) so that only jobs running as that role are acted on.",
+            )
+        if self.output_bucket is None:
+            cdk.Annotations.of(self).add_info(
+                "Without output_bucket= the alarm cannot re-read RuleEvaluator reports, so it does not listen for "
+                "RuleEvaluator verdicts; SageMaker's own rule statuses are handled as usual."
+            )
+
+    def _create_topic(self, topic_key: kms.IKey | None) -> None:
         self.topic_key: kms.IKey = topic_key or kms.Key(
             self,
             "TopicKey",
@@ -142,7 +201,7 @@ class RuleAlarm(Construct):
         for number in self._phone_numbers:
             self.topic.add_subscription(subscriptions.SmsSubscription(number))
 
-        # -- ledger and dead letters -------------------------------------------------------------------------------
+    def _create_table(self) -> None:
         self.table = dynamodb.Table(
             self,
             "Ledger",
@@ -156,6 +215,8 @@ class RuleAlarm(Construct):
             time_to_live_attribute="expires_at",
             removal_policy=cdk.RemovalPolicy.RETAIN,
         )
+
+    def _environment(self) -> dict[str, str]:
         environment = {
             "TABLE_NAME": self.table.table_name,
             "TOPIC_ARN": self.topic.topic_arn,
@@ -164,12 +225,21 @@ class RuleAlarm(Construct):
             "STATUSES": json.dumps(list(self.statuses)),
             "EVENT_BUS_NAME": "default",
             "TRANSITION_TTL_DAYS": str(self.transition_retention_days),
+            "ACCOUNT_ID": cdk.Aws.ACCOUNT_ID,
+            "MAX_MESSAGES_PER_JOB": str(self.max_messages_per_job),
         }
         if self.rule_names is not None:
             environment["RULE_NAMES"] = json.dumps(list(self.rule_names))
+        elif self.training_job is not None:
+            # rules added to the job's rule set later count too: the list is written when the template is
+            environment["KNOWN_RULES"] = cdk.Lazy.string(_JobRuleNames(self.training_job))
         if self.stop_prefix is not None:
             environment["STOP_PREFIX"] = self.stop_prefix
-        # -- handler -----------------------------------------------------------------------------------------------
+        if self.execution_role is not None:
+            environment["EXECUTION_ROLE_ARN"] = self.execution_role.role_arn
+        return environment
+
+    def _create_handler(self, log_retention: logs.RetentionDays, reserved_concurrency: int | None) -> None:
         runtime = runtime_function(
             self,
             "Handler",
@@ -177,33 +247,51 @@ class RuleAlarm(Construct):
             handler="handler.handler",
             description=f"Notifies (and stops) training jobs {self.job_name_prefix}* once per rule verdict",
             role_description=f"Rule alarm handler for training jobs {self.job_name_prefix}*",
-            environment=environment,
+            environment=self._environment(),
             memory_size=256,
             timeout=_HANDLER_TIMEOUT,
             log_retention=log_retention,
             max_event_age=cdk.Duration.hours(6),
+            reserved_concurrency=reserved_concurrency,
         )
         #: Events the handler could not take after its retries, and failed deliveries of the EventBridge rules.
         self.dead_letter_queue = runtime.dead_letter_queue
         self.log_group = runtime.log_group
         self.role = runtime.role
         self.handler = runtime.function
-        self._grant_handler_permissions()
 
-        # -- triggers ----------------------------------------------------------------------------------------------
+    def _create_rules(self) -> None:
         target = targets.LambdaFunction(self.handler, dead_letter_queue=self.dead_letter_queue)
-        #: SageMaker's state changes and the RuleEvaluator's verdicts for jobs under the prefix.
+        #: SageMaker's state changes for jobs under the prefix (default event bus, this account only).
         self.rule = events.Rule(
             self,
             "Rule",
             description=f"Rule verdicts of training jobs {self.job_name_prefix}*",
             event_pattern=events.EventPattern(
-                source=[SAGEMAKER_SOURCE, EVENT_SOURCE],
-                detail_type=[SAGEMAKER_DETAIL_TYPE, EVALUATOR_DETAIL_TYPE],
+                source=[SAGEMAKER_SOURCE],
+                detail_type=[SAGEMAKER_DETAIL_TYPE],
+                account=[cdk.Aws.ACCOUNT_ID],
                 detail={"TrainingJobName": [{"prefix": self.job_name_prefix}]},
             ),
             targets=[target],
         )
+        #: The RuleEvaluator's verdicts for jobs under the prefix, from the stack's verdict bus (None when the alarm
+        #: cannot re-read the evaluator's reports: no training_job= and no output_bucket=).
+        self.verdict_rule: events.Rule | None = None
+        if self.output_bucket is not None:
+            self.verdict_rule = events.Rule(
+                self,
+                "Verdicts",
+                event_bus=verdict_bus(self),
+                description=f"RuleEvaluator verdicts of training jobs {self.job_name_prefix}*",
+                event_pattern=events.EventPattern(
+                    source=[EVENT_SOURCE],
+                    detail_type=[EVALUATOR_DETAIL_TYPE],
+                    account=[cdk.Aws.ACCOUNT_ID],
+                    detail={"TrainingJobName": [{"prefix": self.job_name_prefix}]},
+                ),
+                targets=[target],
+            )
         #: Every minute: re-checks the watched jobs (verdicts without an event, and recovery after failures).
         self.sweep_rule = events.Rule(
             self,
@@ -213,7 +301,7 @@ class RuleAlarm(Construct):
             targets=[target],
         )
 
-        # -- alarms ------------------------------------------------------------------------------------------------
+    def _create_alarms(self) -> None:
         #: In alarm when any event is waiting in the dead-letter queue (a verdict may not have been reported).
         self.dead_letter_alarm = cloudwatch.Alarm(
             self,
@@ -239,9 +327,6 @@ class RuleAlarm(Construct):
             comparison_operator=cloudwatch.ComparisonOperator.GREATER_THAN_OR_EQUAL_TO_THRESHOLD,
             treat_missing_data=cloudwatch.TreatMissingData.NOT_BREACHING,
         )
-        #: Where the two alarms above notify on ALARM and OK (None: no actions, unless a TrainingDashboard adds its own).
-        self.ops_topic = ops_topic
-        self._add_ops_actions(ops_actions)
 
     # ------------------------------------------------------------------------------------------------------------------
     def add_email_subscriber(self, address: str) -> RuleAlarm:
@@ -331,6 +416,7 @@ class RuleAlarm(Construct):
             "the prefix too)."
             for arn, actions in scoped.items()
         }
+        wildcard_reasons.update(self._grant_report_reads())
         self.table.grant(
             role, "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"
         )
@@ -341,29 +427,73 @@ class RuleAlarm(Construct):
             "Publishing to the KMS-encrypted topic needs data keys from the topic key (the grant CDK makes for "
             "SNS publishers)."
         )
-        acknowledge_wildcards(role, wildcard_reasons)
+        # on the role's default policy alone: a statement a user adds to the role later is still reported
+        acknowledge_wildcards(role.node.find_child("DefaultPolicy"), wildcard_reasons)
+
+    def _grant_report_reads(self) -> dict[str, str]:
+        """Read the evaluator's summary objects, to check a verdict against what the evaluator wrote."""
+        bucket = self.output_bucket
+        if bucket is None:
+            return {}
+        if self.training_job is not None:
+            prefix = self.training_job.output_prefix
+            keys = f"{prefix + '/' if prefix else ''}{self.job_name_prefix}*"
+        else:
+            keys = f"*{self.job_name_prefix}*"  # the jobs' output prefix is not known: any, for these jobs
+        summaries = bucket.arn_for_objects(
+            f"{keys}/rule-output/*/{EVALUATOR_REPORT_FOLDER}/{EVALUATOR_SUMMARY_FILE}")
+        self.role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[summaries]))
+        if bucket.encryption_key is not None:
+            bucket.encryption_key.grant_decrypt(self.role)
+        return {f"Resource::{summaries}": "Reads only the RuleEvaluator's evaluation-summary.json of the watched jobs, "
+                "whose names are known at run time, to confirm each verdict before acting on it."}
 
 
-def _check_prefix(prefix: object, *, where: str, field: str) -> str:
-    if not isinstance(prefix, str):
-        raise ConfigurationTypeError(
-            f"expected a job-name prefix string such as 'resnet-exp-', got {type(prefix).__name__} {prefix!r}.",
-            where=where,
-            field=field,
-            value=prefix,
-        )
-    if is_token(prefix) or cdk.Token.is_unresolved(prefix):
-        return prefix
-    bad = sorted(set(prefix) - _JOB_NAME_CHARACTERS)
-    if not prefix or bad or not prefix[0].isalnum() or len(prefix) > _MAX_JOB_NAME:
+def _check_kinds(where: str, *, topic_key: object, execution_role: object, output_bucket: object,
+                 log_retention: object) -> None:
+    check_kind(topic_key, "key_arn", where=where, field="topic_key", expected="a kms.IKey")
+    check_kind(execution_role, "role_arn", where=where, field="execution_role",
+               expected="an iam.IRole such as iam.Role.from_role_arn(stack, 'Role', 'arn:aws:iam::...:role/...')")
+    check_kind(output_bucket, "arn_for_objects", where=where, field="output_bucket",
+               expected="an s3.IBucket such as s3.Bucket.from_bucket_name(stack, 'Out', 'my-bucket')")
+    check_log_retention(log_retention, where=where)
+
+
+def _retention_days(transition_retention: cdk.Duration | None, *, where: str) -> int:
+    retention = transition_retention or cdk.Duration.days(90)
+    seconds = whole_seconds(retention, where=where, field="transition_retention")
+    if is_token(seconds):
+        raise ConfigurationError("must be known at synth (the ledger's expiry is computed from it), got a "
+                                 "deploy-time value.", where=where, field="transition_retention")
+    if seconds < 86400:  # type: ignore[operator]
         raise ConfigurationError(
-            f"must be 1-{_MAX_JOB_NAME} letters, digits and hyphens starting with a letter or digit (training job "
-            f"names allow nothing else), got {prefix!r}" + (f" with {''.join(bad)!r}" if bad else "") + ".",
+            "must be at least one day: a transition is remembered that long, and a verdict reported again after "
+            f"it is forgotten is notified again. Got {retention.to_human_string()}.",
             where=where,
-            field=field,
-            value=prefix,
+            field="transition_retention",
         )
-    return prefix
+    return math.ceil(seconds / 86400)  # type: ignore[operator]
+
+
+def _check_message_cap(value: object, *, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigurationTypeError(f"expected a whole number of messages, got {type(value).__name__} {value!r}.",
+                                     where=where, field="max_messages_per_job", value=value)
+    if not 1 <= value <= 1000:
+        raise ConfigurationError(f"must be between 1 and 1000 messages per training job, got {value}.", where=where,
+                                 field="max_messages_per_job", value=value)
+    return value
+
+
+@jsii.implements(cdk.IStableStringProducer)
+class _JobRuleNames:
+    """The rule configuration names of a training job, as JSON, when the template is written (rules added later count)."""
+
+    def __init__(self, training_job: ProfiledTrainingJob) -> None:
+        self._job = training_job
+
+    def produce(self) -> str:
+        return json.dumps(sorted(_job_rule_names(self._job)))
 
 
 def _check_statuses(statuses: object, *, where: str) -> tuple[str, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import aws_cdk as cdk
@@ -20,7 +21,22 @@ from ..model.errors import ConfigurationError, ConfigurationTypeError
 from ..model.parameters import is_token
 from ..model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
 from ..model.profiler_rules import ProfilerReport, ProfilerRule
-from ._common import LazyPath, acknowledge_wildcards, lazy_string, runtime_function
+from ._common import (
+    EVALUATOR_REPORT_FOLDER,
+    EVALUATOR_STATE_FILE,
+    LazyPath,
+    acknowledge_wildcards,
+    check_kind,
+    check_log_retention,
+    check_reserved_concurrency,
+    check_same_region,
+    check_watched_prefix,
+    key_prefix,
+    lazy_string,
+    runtime_function,
+    whole_seconds,
+)
+from .event_bus import allow_verdict_publisher, verdict_bus
 from .rule_set import ProfilerRuleSet
 from .training_job import ProfiledTrainingJob
 
@@ -33,6 +49,11 @@ DEFAULT_NAMESPACE = "CdkSageMakerDebugger"
 # timeout and peaks far below the memory); longer catch-up runs continue through continuation events.
 DEFAULT_MEMORY_MB = 1769
 DEFAULT_TIMEOUT = cdk.Duration.minutes(5)
+#: Lambda's limit; and at least a minute, of which the evaluator keeps 30 s to commit its state.
+MAX_TIMEOUT_SECONDS = 900
+MIN_TIMEOUT_SECONDS = 60
+#: Concurrent runs at most: the schedule's run, final runs of jobs that just ended, and continuations.
+DEFAULT_RESERVED_CONCURRENCY = 5
 
 
 class MetricsSource(enum.Enum):
@@ -63,9 +84,49 @@ def _configs(rules: Sequence[ProfilerRule], where: str) -> list[dict[str, Any]]:
     return configs
 
 
-def _bucket_and_prefix(uri: str) -> tuple[str, str]:
+def _check_kinds(where: str, *, output_bucket: object, profiler_bucket: object, event_bus: object,
+                 log_retention: object, metric_namespace: object) -> None:
+    for field, value in (("output_bucket", output_bucket), ("profiler_bucket", profiler_bucket)):
+        check_kind(value, "arn_for_objects", where=where, field=field,
+                   expected="an s3.IBucket such as s3.Bucket.from_bucket_name(stack, 'Out', 'my-bucket')")
+    check_kind(event_bus, "event_bus_name", where=where, field="event_bus",
+               expected="an events.IEventBus (or leave it unset for the stack's verdict bus)")
+    check_log_retention(log_retention, where=where)
+    if not is_token(metric_namespace) and (not isinstance(metric_namespace, str) or not 1 <= len(metric_namespace) <= 255
+                                           or metric_namespace.startswith(("AWS/", ":"))):
+        raise ConfigurationError(
+            f"must be a CloudWatch namespace of 1-255 characters, not starting with 'AWS/' or ':', got "
+            f"{metric_namespace!r}.", where=where, field="metric_namespace", value=metric_namespace)
+
+
+def _rule_source(rules: ProfilerRuleSet | Sequence[ProfilerRule] | None, training_job: ProfiledTrainingJob | None
+                 ) -> ProfilerRuleSet | list[ProfilerRule]:
+    """A rule set (read again at synth, so rules added later count) or a fixed list of rules."""
+    if rules is None and training_job is not None and training_job.rule_set is not None:
+        return training_job.rule_set
+    if isinstance(rules, ProfilerRuleSet):
+        return rules
+    return [ProfilerReport()] if rules is None else list(rules)
+
+
+def _bucket_and_prefix(uri: str) -> tuple[str, str] | None:
+    """Bucket and key prefix of ``s3://bucket/prefix``; either may hold deploy-time tokens (a token has no ``/``). None
+    when the URI is a token as a whole, so its bucket is unknown at synth."""
+    if not isinstance(uri, str) or not uri.startswith("s3://"):
+        return None
     bucket, _, prefix = uri[len("s3://"):].partition("/")
-    return bucket, prefix.strip("/")
+    return (bucket, prefix.strip("/")) if bucket else None
+
+
+@dataclass
+class _Locations:
+    """Where the evaluator reads and writes: the watched prefix and the two buckets with their key prefixes."""
+
+    job_name_prefix: str
+    output_bucket: s3.IBucket
+    output_prefix: str
+    profiler_bucket: s3.IBucket
+    profiler_prefix: str
 
 
 class RuleEvaluator(Construct):
@@ -75,8 +136,9 @@ class RuleEvaluator(Construct):
     reads only the profiler files it has not read yet (or SageMaker's CloudWatch metrics), keeps rule state in the job's
     output bucket with conditional writes, writes ``profiler-reports/<Rule>.json`` and ``profiler-report.html`` to
     ``<output>/<job>/rule-output/<RuleConfigurationName>/evaluator-output/`` (beside where the managed rule writes
-    ``profiler-output/``), publishes every status change to EventBridge (source ``cdk-sagemaker-debugger``,
-    detail-type ``Profiler Rule Evaluation Status Change``) and one embedded-format metric per rule.
+    ``profiler-output/``), publishes every status change to the stack's verdict bus (source ``cdk-sagemaker-debugger``,
+    detail-type ``Profiler Rule Evaluation Status Change``; only evaluator functions may publish there) and one
+    embedded-format metric per rule. ``reserved_concurrency`` (default 5, None for none) bounds the concurrent runs.
 
     Example::
 
@@ -101,107 +163,138 @@ class RuleEvaluator(Construct):
         memory_size: int = DEFAULT_MEMORY_MB,
         timeout: cdk.Duration | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
+        reserved_concurrency: int | None = DEFAULT_RESERVED_CONCURRENCY,
     ) -> None:
         super().__init__(scope, id)
         where = self.node.path
-        if (training_job is None) == (job_name_prefix is None):
-            raise ConfigurationError("give exactly one of training_job= or job_name_prefix=.", where=where,
-                                     field="training_job")
+        timeout_seconds = self._check_props(source, memory_size, timeout, where)
+        reserved_concurrency = check_reserved_concurrency(reserved_concurrency, where=where)
+        _check_kinds(where, output_bucket=output_bucket, profiler_bucket=profiler_bucket, event_bus=event_bus,
+                     log_retention=log_retention, metric_namespace=metric_namespace)
+        places = self._locations(training_job, job_name_prefix, output_bucket,
+                                 key_prefix(output_prefix, where=where, field="output_prefix"), profiler_bucket,
+                                 key_prefix(profiler_prefix, where=where, field="profiler_prefix"), where)
+        source_of_rules = _rule_source(rules, training_job)
+        #: The rule set evaluated (its rules are read at synth, so rules added later are evaluated too), or None.
+        self.rule_set: ProfilerRuleSet | None = source_of_rules if isinstance(source_of_rules, ProfilerRuleSet) else None
+        self._rule_list: Sequence[ProfilerRule] = () if self.rule_set is not None else source_of_rules
+        self._where = where
+        _ = self.rule_configurations  # refuse bad rules now, not at synth
+        self.job_name_prefix: str = places.job_name_prefix
+        self.source = source
+        self.metric_namespace = metric_namespace
+        self.output_bucket = places.output_bucket
+        self.profiler_bucket = places.profiler_bucket
+        self.output_prefix = places.output_prefix
+        #: Where the jobs' profiler files are, unless a job's own ProfilerConfig says otherwise (Debugger jobs): the
+        #: sampler's location.
+        self.profiler_s3_uri = f"s3://{places.profiler_bucket.bucket_name}/{places.profiler_prefix}".rstrip("/")
+        #: The bus the evaluator publishes on: the stack's verdict bus, unless event_bus= was given.
+        self.event_bus: events.IEventBus = event_bus or verdict_bus(self)
+        if event_bus is not None:
+            cdk.Annotations.of(self).add_warning_v2(
+                "cdk-sagemaker-debugger:evaluatorCustomEventBus",
+                "The evaluator publishes its status changes to the event bus you passed; RuleAlarm listens on the "
+                "stack's verdict bus and will not see them, and whoever that bus's policy lets publish can forge "
+                "verdicts and continuation events. Route them with an EventBridge rule on that bus "
+                "(on_status_change), or leave event_bus unset.",
+            )
+        self._create_function(memory_size, timeout_seconds, log_retention, reserved_concurrency, custom_bus=event_bus)
+        self._grant_permissions(places.output_prefix, places.profiler_prefix)
+        self._create_rules()
+
+    @staticmethod
+    def _check_props(source: object, memory_size: object, timeout: object, where: str) -> int:
         if not isinstance(source, MetricsSource):
             raise ConfigurationTypeError(f"expected a MetricsSource such as MetricsSource.AUTO, got {source!r}.",
                                          where=where, field="source", value=source)
+        if not is_token(memory_size):
+            if isinstance(memory_size, bool) or not isinstance(memory_size, int):
+                raise ConfigurationTypeError(f"expected a whole number of MB, got {type(memory_size).__name__} "
+                                             f"{memory_size!r}.", where=where, field="memory_size", value=memory_size)
+            if not 128 <= memory_size <= 10240:
+                raise ConfigurationError(f"must be between 128 and 10240 MB, got {memory_size}.", where=where,
+                                         field="memory_size", value=memory_size)
+        seconds = whole_seconds(timeout if timeout is not None else DEFAULT_TIMEOUT, where=where, field="timeout",
+                                minimum=MIN_TIMEOUT_SECONDS, maximum=MAX_TIMEOUT_SECONDS)
+        return seconds  # type: ignore[return-value]
+
+    def _locations(self, training_job: object, job_name_prefix: str | None, output_bucket: s3.IBucket | None,
+                   output_prefix: str | None, profiler_bucket: s3.IBucket | None, profiler_prefix: str | None,
+                   where: str) -> _Locations:
+        if (training_job is None) == (job_name_prefix is None):
+            raise ConfigurationError("give exactly one of training_job= or job_name_prefix=.", where=where,
+                                     field="training_job")
+        from_job = None
         if training_job is not None:
+            if not isinstance(training_job, ProfiledTrainingJob):
+                raise ConfigurationTypeError(
+                    f"expected a ProfiledTrainingJob, got {type(training_job).__name__}. For jobs started elsewhere "
+                    "pass job_name_prefix= and output_bucket= instead.", where=where, field="training_job",
+                    value=training_job)
+            check_same_region(self, training_job, what="The RuleEvaluator")
             # The job's runs are named <prefix>-<suffix>: the hyphen keeps sibling prefixes ("resnet50") out.
-            job_name_prefix = f"{training_job.job_name_prefix}-"
+            from_job = training_job.job_name_prefix
+            job_name_prefix = f"{from_job}-"
             output_bucket = output_bucket or training_job.output_bucket
             output_prefix = training_job.output_prefix if output_prefix is None else output_prefix
             if profiler_bucket is None:
-                profiler_uri = training_job.profiler_s3_uri
-                if profiler_uri == training_job.output_s3_uri:
-                    profiler_bucket, profiler_prefix = training_job.output_bucket, training_job.output_prefix
-                elif not is_token(profiler_uri):
-                    name, profiler_prefix = _bucket_and_prefix(profiler_uri)
-                    profiler_bucket = s3.Bucket.from_bucket_name(self, "ProfilerBucket", name)
+                profiler_bucket, profiler_prefix = self._job_profiler_location(training_job, where)
+        prefix = check_watched_prefix(job_name_prefix, where=where, from_job=from_job)
         if output_bucket is None:
             raise ConfigurationError("job_name_prefix= needs output_bucket= (the jobs' OutputDataConfig bucket).",
                                      where=where, field="output_bucket")
         if profiler_bucket is None:
             profiler_bucket = output_bucket
             profiler_prefix = output_prefix if profiler_prefix is None else profiler_prefix
-        if not job_name_prefix or (not is_token(job_name_prefix) and "*" in job_name_prefix):
-            raise ConfigurationError(f"must be a non-empty job-name prefix without wildcards, got {job_name_prefix!r}.",
-                                     where=where, field="job_name_prefix", value=job_name_prefix)
-        if not 128 <= memory_size <= 10240:
-            raise ConfigurationError(f"must be between 128 and 10240 MB, got {memory_size}.", where=where,
-                                     field="memory_size", value=memory_size)
+        return _Locations(prefix, output_bucket, output_prefix or "", profiler_bucket, profiler_prefix or "")
 
-        if rules is None and training_job is not None and training_job.rule_set is not None:
-            rules = training_job.rule_set
-        #: The rule set evaluated (its rules are read at synth, so rules added later are evaluated too), or None.
-        self.rule_set: ProfilerRuleSet | None = rules if isinstance(rules, ProfilerRuleSet) else None
-        self._rule_list: Sequence[ProfilerRule] = [ProfilerReport()] if rules is None else (
-            () if isinstance(rules, ProfilerRuleSet) else list(rules))
-        self._where = where
-        _configs(self._rule_list if self.rule_set is None else self.rule_set.rules, where)  # fail early on bad rules
-        self.job_name_prefix: str = job_name_prefix
-        self.source = source
-        self.metric_namespace = metric_namespace
-        self.output_bucket = output_bucket
-        self.profiler_bucket = profiler_bucket
-        self.output_prefix = (output_prefix or "").strip("/")
-        #: Where the jobs' profiler files are, unless a job's own ProfilerConfig says otherwise (Debugger jobs).
-        self.profiler_s3_uri = f"s3://{profiler_bucket.bucket_name}/{(profiler_prefix or '').strip('/')}".rstrip("/")
-        self.event_bus: events.IEventBus = event_bus or events.EventBus.from_event_bus_name(self, "Bus", "default")
-        if event_bus is not None:
-            cdk.Annotations.of(self).add_warning_v2(
-                "cdk-sagemaker-debugger:evaluatorCustomEventBus",
-                "The evaluator publishes its status changes to a custom event bus; RuleAlarm listens on the default "
-                "bus and will not see them. Route them with an EventBridge rule on that bus (on_status_change), or "
-                "leave event_bus unset.",
-            )
+    def _job_profiler_location(self, training_job: ProfiledTrainingJob, where: str) -> tuple[s3.IBucket, str]:
+        profiler_uri = training_job.profiler_s3_uri
+        if profiler_uri == training_job.output_s3_uri:
+            return training_job.output_bucket, training_job.output_prefix
+        parsed = _bucket_and_prefix(profiler_uri)
+        if parsed is None:
+            raise ConfigurationError(
+                f"the training job's profiler output path {profiler_uri!r} is known only at deploy time, so the "
+                "evaluator cannot tell which bucket to read. Pass profiler_bucket= (and profiler_prefix=) for the "
+                "bucket the profiler writes to.", where=where, field="profiler_bucket", value=profiler_uri)
+        name, prefix = parsed
+        return s3.Bucket.from_bucket_name(self, "ProfilerBucket", name), prefix
 
+    def _create_function(self, memory_size: int, timeout_seconds: int, log_retention: logs.RetentionDays,
+                         reserved_concurrency: int | None, *, custom_bus: events.IEventBus | None) -> None:
+        prefix = self.job_name_prefix
         runtime = runtime_function(
             self,
             "Function",
             package="evaluator",
             handler="lambda_handler.handler",
-            description=f"Evaluates SageMaker profiler rules for training jobs {job_name_prefix}*",
-            role_description=f"Profiler rule evaluator for training jobs {job_name_prefix}*",
+            description=f"Evaluates SageMaker profiler rules for training jobs {prefix}*",
+            role_description=f"Profiler rule evaluator for training jobs {prefix}*",
             environment={
-                "JOB_NAME_PREFIX": job_name_prefix,
+                "JOB_NAME_PREFIX": prefix,
                 "RULES": lazy_string(lambda: json.dumps(self.rule_configurations, default=str)),
-                "SOURCE": source.value,
+                "SOURCE": self.source.value,
                 "PROFILER_S3_URI": self.profiler_s3_uri,
                 "EVENT_BUS_NAME": self.event_bus.event_bus_name,
-                "METRIC_NAMESPACE": metric_namespace,
+                "METRIC_NAMESPACE": self.metric_namespace,
             },
             memory_size=memory_size,
-            timeout=timeout or DEFAULT_TIMEOUT,
+            timeout=cdk.Duration.seconds(timeout_seconds),
             log_retention=log_retention,
             exclude=("evaluator/synthetic.py",),
+            reserved_concurrency=reserved_concurrency,
         )
         #: Receives invocations that failed after the retries (EventBridge invokes the function asynchronously).
         self.dead_letter_queue = runtime.dead_letter_queue
         self.log_group = runtime.log_group
         self.role = runtime.role
         self.function = runtime.function
-        self._grant_permissions(output_prefix or "", profiler_prefix or "")
-
-        target = targets.LambdaFunction(self.function, dead_letter_queue=self.dead_letter_queue, retry_attempts=2)
-        #: Every minute: evaluates the InProgress jobs.
-        self.schedule_rule = events.Rule(self, "Schedule", schedule=events.Schedule.rate(cdk.Duration.minutes(1)),
-                                         targets=[target],
-                                         description=f"Evaluate profiler rules of InProgress jobs {job_name_prefix}*")
-        #: When a job ends: the final evaluation.
-        self.job_end_rule = events.Rule(self, "JobEnded", targets=[target], event_pattern=events.EventPattern(
-            source=["aws.sagemaker"], detail_type=["SageMaker Training Job State Change"],
-            detail={"TrainingJobStatus": ["Completed", "Failed", "Stopped"],
-                    "TrainingJobName": [{"prefix": job_name_prefix}]}))
-        #: A run that ran out of time asks for the next one.
-        self.continuation_rule = events.Rule(self, "Continuation", event_bus=self.event_bus, targets=[target],
-                                             event_pattern=events.EventPattern(
-                                                 source=[EVENT_SOURCE], detail_type=[CONTINUATION],
-                                                 detail={"TrainingJobName": [{"prefix": job_name_prefix}]}))
+        if custom_bus is None:
+            allow_verdict_publisher(self, self.role)
+        else:
+            custom_bus.grant_put_events_to(self.role)
 
     @property
     def rule_configurations(self) -> list[dict[str, Any]]:
@@ -227,42 +320,69 @@ class RuleEvaluator(Construct):
                 "with a job_name_prefix shared by its jobs and their output_bucket/output_prefix.",
                 where=where, field="evaluator")
 
+    def _create_rules(self) -> None:
+        prefix = self.job_name_prefix
+        target = targets.LambdaFunction(self.function, dead_letter_queue=self.dead_letter_queue, retry_attempts=2)
+        #: Every minute: evaluates the InProgress jobs.
+        self.schedule_rule = events.Rule(self, "Schedule", schedule=events.Schedule.rate(cdk.Duration.minutes(1)),
+                                         targets=[target],
+                                         description=f"Evaluate profiler rules of InProgress jobs {prefix}*")
+        #: When a job ends: the final evaluation.
+        self.job_end_rule = events.Rule(self, "JobEnded", targets=[target], event_pattern=events.EventPattern(
+            source=["aws.sagemaker"], detail_type=["SageMaker Training Job State Change"],
+            detail={"TrainingJobStatus": ["Completed", "Failed", "Stopped"],
+                    "TrainingJobName": [{"prefix": prefix}]}))
+        #: A run that ran out of time asks for the next one (on the verdict bus: only evaluators can ask).
+        self.continuation_rule = events.Rule(self, "Continuation", event_bus=self.event_bus, targets=[target],
+                                             event_pattern=events.EventPattern(
+                                                 source=[EVENT_SOURCE], detail_type=[CONTINUATION],
+                                                 detail={"TrainingJobName": [{"prefix": prefix}]}))
+
     def _grant_permissions(self, output_prefix: str, profiler_prefix: str) -> None:
-        role = self.role
+        """The function's own statements live in :attr:`policy`, where their cdk-nag findings are acknowledged one by
+        one; what CDK grants (logs, the dead-letter queue, the bus, KMS) goes to the role's default policy."""
         stack = cdk.Stack.of(self)
         prefix = self.job_name_prefix
         out = f"{output_prefix}/" if output_prefix else ""
         prof = f"{profiler_prefix}/" if profiler_prefix else ""
-        self._reports_pattern = f"{out}{prefix}*/rule-output/*"
+        # Only the evaluator's own keys: its state object and its report folders. ProfiledTrainingJob denies them to
+        # the execution role, so a run cannot forge state or reports for another run.
+        state = self.output_bucket.arn_for_objects(f"{out}{prefix}*/rule-output/{EVALUATOR_STATE_FILE}")
+        self._reports_pattern = f"{out}{prefix}*/rule-output/*/{EVALUATOR_REPORT_FOLDER}/*"
+        reports = self.output_bucket.arn_for_objects(self._reports_pattern)
         job_arn = stack.format_arn(service="sagemaker", resource="training-job",
                                    resource_name=f"{prefix if cdk.Token.is_unresolved(prefix) else prefix.lower()}*")
-        role.add_to_policy(iam.PolicyStatement(actions=["sagemaker:DescribeTrainingJob"], resources=[job_arn]))
-        role.add_to_policy(iam.PolicyStatement(actions=["sagemaker:ListTrainingJobs", "cloudwatch:GetMetricData"],
-                                               resources=["*"]))
-        reports = self.output_bucket.arn_for_objects(f"{out}{prefix}*/rule-output/*")
         profiler_objects = self.profiler_bucket.arn_for_objects(f"{prof}{prefix}*/profiler-output/*")
-        role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[reports]))
-        role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[profiler_objects]))
+        statements = [
+            iam.PolicyStatement(actions=["sagemaker:DescribeTrainingJob"], resources=[job_arn]),
+            iam.PolicyStatement(actions=["sagemaker:ListTrainingJobs", "cloudwatch:GetMetricData"], resources=["*"]),
+            iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[state, reports]),
+            iam.PolicyStatement(actions=["s3:GetObject"], resources=[profiler_objects]),
+        ]
         # ListBucket also makes a missing state object a 404 rather than a 403 on the first run
         listed: dict[int, tuple[s3.IBucket, list[str]]] = {}
         for bucket, pattern in ((self.profiler_bucket, f"{prof}{prefix}*/profiler-output/*"),
                                 (self.output_bucket, f"{out}{prefix}*/rule-output/*")):
             listed.setdefault(id(bucket), (bucket, []))[1].append(pattern)
         for bucket, patterns in listed.values():
-            role.add_to_policy(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
-                                                   conditions={"StringLike": {"s3:prefix": patterns}}))
+            statements.append(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
+                                                  conditions={"StringLike": {"s3:prefix": patterns}}))
+        #: The function's own permissions (the role's default policy holds what CDK grants).
+        self.policy = iam.Policy(self, "Permissions", roles=[self.role], statements=statements)
+        self.function.node.add_dependency(self.policy)
         for bucket in {id(b): b for b in (self.output_bucket, self.profiler_bucket)}.values():
             if bucket.encryption_key is not None:
-                bucket.encryption_key.grant_encrypt_decrypt(role)
-        self.event_bus.grant_put_events_to(role)
-        self.log_group.grant_write(role)
-        acknowledge_wildcards(self.role, {
+                bucket.encryption_key.grant_encrypt_decrypt(self.role)
+        self.log_group.grant_write(self.role)
+        acknowledge_wildcards(self.policy, {
             "Resource::*": "ListTrainingJobs and GetMetricData do not support resource-level permissions; the function "
             "filters jobs by the configured prefix and reads only the /aws/sagemaker/TrainingJobs metrics.",
             f"Resource::{job_arn}": "Training job names end in a generated suffix; the statement is scoped to the "
             "configured job-name prefix.",
-            f"Resource::{reports}": "Reports and evaluator state are written per job under rule-output/, whose job "
-            "names are only known at run time; scoped to the prefix's jobs.",
+            f"Resource::{state}": "The evaluator's state object of each job (rule-output/"
+            f"{EVALUATOR_STATE_FILE}), whose job names are only known at run time; scoped to the prefix's jobs.",
+            f"Resource::{reports}": "The evaluator's own report folders (rule-output/<rule>/evaluator-output/) of the "
+            "prefix's jobs, whose names are only known at run time.",
             f"Resource::{profiler_objects}": "Profiler output is read per job and per minute file; scoped to the "
             "profiler-output/ folders of the prefix's jobs.",
         })

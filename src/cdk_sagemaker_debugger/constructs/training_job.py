@@ -24,7 +24,7 @@ from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
-from constructs import Construct, IValidation
+from constructs import Construct, IConstruct, IValidation
 
 from ..model.api_model import validate_request
 from ..model.debug_hook import DebugHookConfig, TensorBoardOutputConfig
@@ -33,7 +33,7 @@ from ..model.debugger_rules import CustomRule, Rule, RulePermissions
 from ..model.distribution import DebuggerFeatures, Distribution, check_debugger_compatibility
 from ..model.errors import ConfigurationError, ConfigurationTypeError, UnsupportedRegionError
 from ..model.frameworks import FrameworkInfo, parse_training_image
-from ..model.images import DEBUGGER_UNSUPPORTED_REGIONS
+from ..model.images import DEBUGGER_UNSUPPORTED_REGIONS, partition_of
 from ..model.parameters import is_token
 from ..model.pipeline_definition import PIPELINE_JOB_NAME_PREFIX, training_step
 from ..model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
@@ -59,19 +59,25 @@ from ..model.training_request import (
 )
 from ..runtime.sampler import contract as sampler_contract
 from ._common import (
+    EVALUATOR_REPORT_FOLDER,
+    EVALUATOR_STATE_FILE,
     LazyPath,
     acknowledge_wildcards,
     concrete_region,
     located,
     rule_image,
     rule_image_repository_arn,
+    whole_seconds,
 )
 from .rule_set import ProfilerRuleSet
 from .sampler import Sampler
 
 __all__ = ["ProfiledTrainingJob", "InputChannel", "family_metric"]
 
-_ECR_IMAGE = re.compile(r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\.amazonaws\.com(?:\.cn)?/(?P<repo>[^:@]+)")
+_ECR_IMAGE = re.compile(
+    r"^(?P<account>\d{12})\.dkr\.ecr\.(?P<region>[a-z0-9-]+)\."
+    r"(?:amazonaws\.com(?:\.cn)?|amazonaws\.eu|c2s\.ic\.gov|sc2s\.sgov\.gov|cloud\.adc-e\.uk|csp\.hci\.ic\.gov)/(?P<repo>[^:@]+)"
+)
 _S3_URI = re.compile(r"^s3://(?P<bucket>[^/]+)/?(?P<key>.*)$")
 _TRAINING_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 _WARNING_PREFIX = "cdk-sagemaker-debugger"
@@ -85,10 +91,17 @@ _CONSTANTS = {
     "log_level": sfn.LogLevel.ALL,
 }
 _TRAINIUM = re.compile(r"^ml[._]trn\d")
+_EXAMPLE_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 #: The sampler a job gets unless it says otherwise (compared by identity, so an explicit Sampler() is "asked for").
 DEFAULT_SAMPLER = Sampler()
 # Stands in for the S3 URI of a local rule source while a rule is checked, before its asset exists.
 _PENDING_SOURCE_URI = "s3://pending-upload/rule-source.py"
+# Where the naming state puts the run's job name; the CreateTrainingJob task and the Debugger rules read it there.
+_RUN_PATH = "$.trainingRun"
+_RUN_NAME = f"{_RUN_PATH}.TrainingJobName"
+_STRING_TOKEN = re.compile(r"(\$\{Token\[[^\]]*\]\})")
+# Every job of an app by lower-cased job-name prefix (ARNs are lower case), to warn about prefixes that overlap.
+_PREFIXES: weakref.WeakKeyDictionary[Any, list[ProfiledTrainingJob]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -244,7 +257,15 @@ class ProfiledTrainingJob(Construct):
     * ``mlflow``: an :class:`MlflowConfig`. Default: None.
     * ``request_overrides``: any member no prop sets, deep-merged into AlgorithmSpecification, OutputDataConfig,
       ResourceConfig and StoppingCondition or set whole; members a prop sets are refused. Default: None.
+
+    The execution role this construct creates may not write the RuleEvaluator's state and reports of its runs
+    (``<output>/<prefix>-*/rule-output/evaluator-state.json.gz`` and ``.../rule-output/*/evaluator-output/*``).
     """
+
+    #: Why the library switched the default profiler off (Trainium, a region without Debugger), if it did.
+    _profiler_off_reason: str | None = None
+    #: SNS endpoints the rule container may subscribe to SMDebugRules, granted so far.
+    _granted_endpoints: frozenset[tuple[str, str]] = frozenset()
 
     def __init__(
         self,
@@ -317,6 +338,7 @@ class ProfiledTrainingJob(Construct):
                 where=where,
                 field="training_image",
             )
+        self._check_identity(job_name_prefix, training_image, output_prefix)
         if training_input_mode not in TRAINING_INPUT_MODES:
             raise ConfigurationError(
                 f"must be one of {', '.join(TRAINING_INPUT_MODES)}, got {training_input_mode!r}.",
@@ -357,10 +379,10 @@ class ProfiledTrainingJob(Construct):
                 value=distribution,
             )
         self._stopping: dict[str, Any] = {
-            "MaxRuntimeInSeconds": 86400 if max_runtime is None else int(max_runtime.to_seconds())
+            "MaxRuntimeInSeconds": 86400 if max_runtime is None else whole_seconds(max_runtime, where=where, field="max_runtime", minimum=0)
         }
         if max_wait is not None:
-            self._stopping["MaxWaitTimeInSeconds"] = int(max_wait.to_seconds())
+            self._stopping["MaxWaitTimeInSeconds"] = whole_seconds(max_wait, where=where, field="max_wait", minimum=0)
         check_stopping(
             self._stopping["MaxRuntimeInSeconds"], self._stopping.get("MaxWaitTimeInSeconds"), use_spot_instances, where=where
         )
@@ -426,7 +448,7 @@ class ProfiledTrainingJob(Construct):
             self._acknowledge({
                 "AwsSolutions::AwsSolutions-S1": "Training outputs are written only by SageMaker through the execution "
                 "role; pass output_bucket= with server access logging if your audit policy requires request logs."
-            })
+            }, on="OutputBucket")
         self.output_bucket: s3.IBucket = output_bucket
         self.output_kms_key = output_kms_key
         self._output_key_arn = output_kms_key.key_arn if output_kms_key is not None else None
@@ -527,7 +549,7 @@ class ProfiledTrainingJob(Construct):
             self,
             "StateMachine",
             role=self._state_machine_role(),
-            definition_body=sfn.DefinitionBody.from_chainable(self.launch_state),
+            definition_body=sfn.DefinitionBody.from_chainable(self._definition()),
             tracing_enabled=True,
             logs=sfn.LogOptions(destination=self.log_group, level=_CONSTANTS["log_level"], include_execution_data=False),
             comment=f"Starts a profiled SageMaker training job {job_name_prefix}-* per execution.",
@@ -654,7 +676,7 @@ class ProfiledTrainingJob(Construct):
         environment = self._environment
         if self.rule_engine is RuleEngine.DEBUGGER:
             debugger = {
-                **self._render_debugger(self._debugger_rules).fragment,
+                **self._render_debugger(self._debugger_rules, job_name=job_name).fragment,
                 "ProfilerConfig": self.profiler.to_request(self.profiler_s3_uri),
                 "ProfilerRuleConfigurations": self.rule_set.render() if self.rule_set is not None else [],
             }
@@ -685,6 +707,36 @@ class ProfiledTrainingJob(Construct):
             }
         ))
 
+    def _check_identity(self, job_name_prefix: str, training_image: object, output_prefix: object) -> None:
+        """The props the rest of construction builds on: an output prefix string and a non-empty image URI. Warns
+        about an image in another region than the stack's and about a prefix another job of the app covers too."""
+        if not isinstance(output_prefix, str):
+            raise ConfigurationTypeError(
+                f"expected a key prefix string such as 'training' (the default), or '' for the bucket root, got "
+                f"{type(output_prefix).__name__} {output_prefix!r}.",
+                where=self._where, field="output_prefix", value=output_prefix)
+        if training_image is not None:
+            if not isinstance(training_image, str) or not training_image.strip():
+                raise ConfigurationError(
+                    f"must be a container image URI such as '{_EXAMPLE_IMAGE}', got {training_image!r}.",
+                    where=self._where, field="training_image", value=training_image)
+            self._warn_about_image_region(training_image)
+        _warn_about_shared_prefix(self, job_name_prefix)
+
+    def _warn_about_image_region(self, image: str) -> None:
+        match = _ECR_IMAGE.match(image) if not is_token(image) else None
+        if match is None or self._region is None or match["region"] == self._region:
+            return
+        cdk.Annotations.of(self).add_warning_v2(
+            f"{_WARNING_PREFIX}:trainingImageRegion",
+            f"The training image {image!r} is in {match['region']}, but this stack deploys to {self._region}; "
+            "SageMaker pulls the training image in the job's own region"
+            + (f" and partition ({partition_of(self._region)})" if partition_of(match["region"]) != self._partition
+               else "")
+            + f", so the job would not start. Use the image's copy in {self._region} (for AWS Deep Learning "
+            "Containers, the registry of that region).",
+        )
+
     def _default_profiler(self, instance_type: str) -> ProfilerConfig:
         """System monitoring on, unless SageMaker cannot run it here (the SDK's behaviour): Debugger-less regions and
         Trainium instances get the profiler switched off, with a note, instead of a request the API rejects. With
@@ -698,25 +750,40 @@ class ProfiledTrainingJob(Construct):
             reason = f"the profiler does not support Trainium instances ({instance_type})"
         if reason is None:
             return ProfilerConfig()
+        self._profiler_off_reason = reason
         cdk.Annotations.of(self).add_info(
             f"The profiler is switched off because {reason}. Pass profiler=ProfilerConfig(...) to decide yourself."
         )
         return ProfilerConfig(disable_profiler=True)
 
-    def _state_parameters(self) -> dict[str, Any]:
-        request = self.render_request()
-        del request["TrainingJobName"]
+    def _definition(self) -> sfn.IChainable:
+        """Name the run once (a Pass state), then start the job under that name and wait for it."""
         name = f"States.Format('{self.job_name_prefix}-{{}}{{}}', {_UUID_PART.format(0)}, {_UUID_PART.format(4)})"
-        return {"TrainingJobName.$": name, **request}
+        #: Names the run ``<prefix>-<20 hex characters>`` into ``$.trainingRun.TrainingJobName``; the job and the
+        #: Debugger rules that act on it (StopTraining, StalledTrainingRule) read the name from there.
+        self.naming_state = sfn.CustomState(self, "NameTrainingJob", state_json={
+            "Type": "Pass",
+            "Comment": "The run's job name, computed once for the job and for the Debugger rules that stop it.",
+            "Parameters": {"TrainingJobName.$": name},
+            "ResultPath": _RUN_PATH,
+        })
+        return self.naming_state.next(self.launch_state)
+
+    def _state_parameters(self) -> dict[str, Any]:
+        placeholder = example_job_name(self.job_name_prefix)
+        request = self.render_request(job_name=placeholder)
+        del request["TrainingJobName"]
+        for configuration in request.get("DebugRuleConfigurations", ()):
+            if "RuleParameters" in configuration:
+                configuration["RuleParameters"] = _with_run_name(configuration["RuleParameters"], placeholder)
+        return {"TrainingJobName.$": _RUN_NAME, **request}
 
     def validate_request(self) -> list[str]:
         """Every problem of the rendered request (empty when it is valid). Runs automatically at synth."""
         problems: list[str] = []
-        if self.rule_engine is RuleEngine.DEBUGGER and self.profiler.disable_profiler and self.rule_set is not None and self.rule_set.rules:
-            problems.append(
-                f"profiler rules {[r.name for r in self.rule_set.rules]} need the profiler, but "
-                "ProfilerConfig(disable_profiler=True) turns it off. Remove the rules or enable the profiler."
-            )
+        if (self.rule_engine is RuleEngine.DEBUGGER and self.profiler.disable_profiler and self.rule_set is not None
+                and self.rule_set.rules):
+            problems.append(self._profiler_rules_problem())
         try:
             self._check_compatibility(self._debugger_rules)
         except ConfigurationError as error:
@@ -733,13 +800,16 @@ class ProfiledTrainingJob(Construct):
             self._warnings.add(message)
             cdk.Annotations.of(self).add_warning_v2(f"{_WARNING_PREFIX}:{kind}", message)
 
-    def _render_debugger(self, rules: Sequence[Rule]) -> DebuggerRequest:
+    def _render_debugger(self, rules: Sequence[Rule], *, job_name: str | None = None) -> DebuggerRequest:
+        """The Debugger members; StopTraining and StalledTrainingRule get the run's name (``job_name``, by default the
+        example name :meth:`_state_parameters` replaces with the execution's)."""
         return render_debugger_request(
             rules=rules,
             debug_hook=self.debug_hook_setting,
             tensorboard=self.tensorboard,
             default_s3_output_path=self.output_s3_uri,
             job_name_prefix=self.job_name_prefix,
+            job_name=job_name or example_job_name(self.job_name_prefix),
             region=self._region,
             image_for=self._debugger_rule_image,
             source_uri_for=self._debugger_rule_source_uri,
@@ -806,16 +876,24 @@ class ProfiledTrainingJob(Construct):
                 value=error.value,
             ) from None
 
+    def _profiler_rules_problem(self) -> str:
+        names = [r.name for r in self.rule_set.rules] if self.rule_set is not None else []
+        if self._profiler_off_reason is not None:  # the library switched it off, not the user
+            return (
+                f"profiler rules {names} need the profiler, which is off for this job because "
+                f"{self._profiler_off_reason} (SageMaker would refuse the job with it on). Use the default "
+                "rule_engine=RuleEngine.EVALUATOR, whose sampler and evaluator need no Debugger, or remove rule_set."
+            )
+        return (
+            f"profiler rules {names} need the profiler, but ProfilerConfig(disable_profiler=True) turns it off. "
+            "Remove the rules or enable the profiler."
+        )
+
     def _check_profiler_features(self) -> None:
         if self.rule_engine is RuleEngine.EVALUATOR:
             return
         if self.profiler.disable_profiler and self.rule_set is not None and self.rule_set.rules:
-            raise ConfigurationError(
-                f"profiler rules {[r.name for r in self.rule_set.rules]} need the profiler, but "
-                "ProfilerConfig(disable_profiler=True) turns it off. Remove the rules or enable the profiler.",
-                where=self._where,
-                field="profiler",
-            )
+            raise ConfigurationError(self._profiler_rules_problem(), where=self._where, field="profiler")
         if self.profiler.framework_profile is not None:
             message = framework_profiling_deprecation(self.framework)
             if message:
@@ -980,6 +1058,7 @@ class ProfiledTrainingJob(Construct):
                 "permissions either."
             )
         self._acknowledge(wildcards)
+        self._deny_evaluator_keys()
 
     def _grant_role_dependent(self, role: iam.Role) -> None:
         """Grants that CDK resources make on the role itself (KMS keys, an ECR repository object)."""
@@ -1007,9 +1086,7 @@ class ProfiledTrainingJob(Construct):
     @functools.cached_property
     def _partition(self) -> str:
         region = self._region
-        if region is None:
-            return _PSEUDO["partition"]
-        return "aws-cn" if region.startswith("cn-") else "aws-us-gov" if region.startswith("us-gov-") else "aws"
+        return _PSEUDO["partition"] if region is None else partition_of(region)
 
     def _arn(self, service: str, resource: str) -> str:
         """An ARN in this stack's partition, region and account (built locally: format_arn costs a jsii call)."""
@@ -1025,19 +1102,37 @@ class ProfiledTrainingJob(Construct):
             self._owned_role.add_to_policy(iam.PolicyStatement.from_json(statement))
         return statement
 
-    def _acknowledge(self, findings: dict[str, str]) -> None:
-        """Record cdk-nag wildcard findings of this job (one acknowledgement call at the end of construction)."""
+    def _acknowledge(self, findings: dict[str, str], *, on: str | None = None) -> None:
+        """Record cdk-nag findings of the one resource at path ``on`` below this job (one acknowledgement call per
+        resource at the end of construction). Without ``on``: the execution-role policy the statements just went
+        to, its inline policy while the job is built, its default policy for rules added later. An acknowledgement
+        covers that resource only, so a wildcard a user adds elsewhere (``job.role.add_to_policy``) is reported."""
+        target = on or ("ExecutionRole" if self._pending_statements is not None else "ExecutionRole/DefaultPolicy")
         if self._findings is None:
-            acknowledge_wildcards(self, findings, stack=self._stack)
+            acknowledge_wildcards(self._resource_at(target), findings, stack=self._stack)
             return
         for finding, reason in findings.items():
-            known = self._findings.get(finding)
-            self._findings[finding] = reason if known is None or reason in known else f"{known} {reason}"
+            key = f"{target}|{finding}"
+            known = self._findings.get(key)
+            self._findings[key] = reason if known is None or reason in known else f"{known} {reason}"
 
     def _flush_findings(self) -> None:
         findings, self._findings = self._findings, None
-        if findings:
-            acknowledge_wildcards(self, findings, stack=self._stack)
+        by_target: dict[str, dict[str, str]] = {}
+        for key, reason in (findings or {}).items():
+            target, _, finding = key.partition("|")
+            by_target.setdefault(target, {})[finding] = reason
+        for target, grouped in by_target.items():
+            acknowledge_wildcards(self._resource_at(target), grouped, stack=self._stack)
+
+    def _resource_at(self, path: str) -> IConstruct:
+        node: IConstruct = self
+        for part in path.split("/"):
+            child = node.node.try_find_child(part)
+            if child is None:
+                raise LookupError(f"{self.node.path}: no {path!r} to acknowledge cdk-nag findings on")
+            node = child
+        return node
 
     def _grant_profiler_rule(self, rule_set: ProfilerRuleSet, rule: ProfilerRule) -> None:
         """What the execution role needs to run ``rule``: its evaluator image and, for a custom rule, its source."""
@@ -1094,31 +1189,12 @@ class ProfiledTrainingJob(Construct):
             self._grant_rule_actions(self._owned_role, permissions)
 
     def _grant_rule_actions(self, role: iam.Role, permissions: RulePermissions) -> None:
-        """Email/SMS publish through the SMDebugRules topic; StopTraining lists in-progress jobs and stops one."""
-        stack = self._stack
+        """What the rule container calls for the actions (docs: "Debugger rule actions and the execution role")."""
         statements: list[iam.PolicyStatement] = []
         findings: dict[str, str] = {}
-        if permissions.notification_topic and not self._granted_topic:
-            self._granted_topic = True
-            topic = stack.format_arn(service="sns", resource=RulePermissions.TOPIC_NAME)
-            statements.append(iam.PolicyStatement(actions=["sns:CreateTopic", "sns:Subscribe", "sns:Publish"],
-                                                  resources=[topic]))
-        patterns = [p for p in permissions.training_job_name_patterns() if p not in self._granted_stop_patterns]
-        if patterns:
-            if not self._granted_stop_patterns:
-                statements.append(iam.PolicyStatement(actions=["sagemaker:ListTrainingJobs"], resources=["*"]))
-                findings["Resource::*"] = (
-                    "sagemaker:ListTrainingJobs has no resource-level permissions; the debugger rule container lists "
-                    "in-progress jobs by name to find the one a StopTraining action stops."
-                )
-            self._granted_stop_patterns.update(patterns)
-            arns = [stack.format_arn(service="sagemaker", resource="training-job", resource_name=p) for p in patterns]
-            statements.append(iam.PolicyStatement(actions=["sagemaker:StopTrainingJob"], resources=arns))
-            for pattern, arn in zip(patterns, arns, strict=True):
-                findings[f"Resource::{arn}"] = (
-                    f"StopTraining actions of debugger rules stop a running job whose name starts with {pattern[:-1]!r} "
-                    "(job names get a random suffix per run); no other job can be stopped."
-                )
+        if permissions.notification_topic:
+            statements += self._notification_statements(permissions, findings)
+        statements += self._stop_statements(permissions, findings)
         if not statements:
             return
         if self.rule_actions_policy is None:
@@ -1126,6 +1202,77 @@ class ProfiledTrainingJob(Construct):
         self.rule_actions_policy.add_statements(*statements)
         if findings:
             acknowledge_wildcards(self.rule_actions_policy, findings)
+
+    def _notification_statements(self, permissions: RulePermissions, findings: dict[str, str]) -> list[iam.PolicyStatement]:
+        """Email and SMS: the container creates the account-wide SMDebugRules topic if needed (CreateTopic, whose
+        failure fails the action), lists the subscriptions (ListSubscriptions; without it, it subscribes nobody),
+        subscribes each endpoint with a filter policy, and publishes. Subscribe is allowed for the configured
+        endpoints only, so the training code cannot subscribe an address of its own and read every team's messages."""
+        statements: list[iam.PolicyStatement] = []
+        topic = self._stack.format_arn(service="sns", resource=RulePermissions.TOPIC_NAME)
+        if not self._granted_topic:
+            self._granted_topic = True
+            statements.append(iam.PolicyStatement(actions=["sns:CreateTopic", "sns:Publish"], resources=[topic]))
+            statements.append(iam.PolicyStatement(actions=["sns:ListSubscriptions"], resources=["*"]))
+            findings["Resource::*"] = (
+                "sns:ListSubscriptions has no resource-level permissions; the debugger rule container lists the "
+                "subscriptions to subscribe each Email/SMS endpoint once (Subscribe itself is allowed only for the "
+                "configured endpoints)."
+            )
+        new = [pair for pair in permissions.notification_endpoints if pair not in self._granted_endpoints]
+        self._granted_endpoints = self._granted_endpoints | frozenset(new)
+        for protocol in ("email", "sms"):
+            # the container lowercases the whole action text, endpoints included
+            endpoints = [e if is_token(e) else e.lower() for kind, e in new if kind == protocol]
+            if endpoints:
+                statements.append(iam.PolicyStatement(actions=["sns:Subscribe"], resources=[topic], conditions={
+                    "StringEquals": {"sns:Protocol": protocol},
+                    "StringEqualsIgnoreCase": {"sns:Endpoint": endpoints},
+                }))
+        return statements
+
+    def _stop_statements(self, permissions: RulePermissions, findings: dict[str, str]) -> list[iam.PolicyStatement]:
+        """StopTraining lists the in-progress jobs (ListTrainingJobs) and stops the one job it finds. The run's own
+        StopTraining may stop ``<prefix>-*`` (never a sibling prefix's jobs); one with its own prefix, that prefix."""
+        run_name = example_job_name(self.job_name_prefix)
+        names: dict[str, str] = {}  # resource-name pattern -> what it stops
+        for prefix in permissions.stop_training_job_prefixes:
+            if prefix == run_name:
+                names[f"{self.job_name_prefix.lower()}-*"] = "this job's runs (the action names the run's exact job)"
+            else:
+                names[f"{prefix if is_token(prefix) else prefix.lower()}*"] = f"a running job whose name starts with {prefix!r}"
+        new = {pattern: what for pattern, what in names.items() if pattern not in self._granted_stop_patterns}
+        if not new:
+            return []
+        statements: list[iam.PolicyStatement] = []
+        if not self._granted_stop_patterns:
+            statements.append(iam.PolicyStatement(actions=["sagemaker:ListTrainingJobs"], resources=["*"]))
+            reason = findings.get("Resource::*", "")
+            findings["Resource::*"] = (reason + " " if reason else "") + (
+                "sagemaker:ListTrainingJobs has no resource-level permissions; the debugger rule container lists "
+                "in-progress jobs by name to find the one a StopTraining action stops."
+            )
+        self._granted_stop_patterns.update(new)
+        arns = [self._arn("sagemaker", f"training-job/{pattern}") for pattern in new]
+        statements.append(iam.PolicyStatement(actions=["sagemaker:StopTrainingJob"], resources=arns))
+        for arn, what in zip(arns, new.values(), strict=True):
+            findings[f"Resource::{arn}"] = (
+                f"StopTraining actions of debugger rules stop {what}; job names get a random suffix per run, and no "
+                "other job can be stopped."
+            )
+        return statements
+
+    def _deny_evaluator_keys(self) -> None:
+        """The RuleEvaluator keeps its state and reports under each run's rule-output/: the training code (this
+        execution role) must not write them, or one run could forge another run's verdicts. SageMaker's own rule
+        output beside them (rule-output/<rule>/profiler-output/) stays writable."""
+        object_prefix = f"{self.output_prefix}/" if self.output_prefix else ""
+        runs = f"{self._output_bucket_arn}/{object_prefix}{self.job_name_prefix}-*/rule-output"
+        self._allow({
+            "Effect": "Deny",
+            "Action": ["s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion"],
+            "Resource": [f"{runs}/{EVALUATOR_STATE_FILE}", f"{runs}/*/{EVALUATOR_REPORT_FOLDER}/*"],
+        })
 
     def _state_machine_role(self) -> iam.Role:
         """The state machine's role with exactly what createTrainingJob.sync needs, scoped to this construct's jobs."""
@@ -1151,11 +1298,14 @@ class ProfiledTrainingJob(Construct):
                 "Each execution creates, tags, describes and stops a job named <prefix>-<random suffix>; the pattern "
                 "matches only this construct's jobs."
             ),
+        }, on="StateMachineRole")
+        # The StateMachine construct adds these to the role's default policy (it exists once the machine does).
+        self._acknowledge({
             "Resource::*": (
                 "X-Ray tracing and CloudWatch Logs delivery actions added by the StateMachine construct have no "
                 "resource-level permissions."
             ),
-        })
+        }, on="StateMachineRole/DefaultPolicy")
         return role
 
     def _start_on_deploy(self) -> None:
@@ -1234,6 +1384,53 @@ class ProfiledTrainingJob(Construct):
         self._acknowledge({f"Resource::{uploads}": "The sampler of a SageMaker Pipelines run uploads its profiler files "
                            "to <job>/profiler-output/, and Pipelines names each job pipelines-<execution>-<step>-..."})
         return uploads
+
+
+def _warn_about_shared_prefix(job: ProfiledTrainingJob, prefix: str) -> None:
+    """Warn when another job of the same stack, or of a stack in the same region, has this prefix (ARNs ignore case),
+    or one whose runs this one's cover. Jobs in other regions, or where a region is unknown, cannot be compared."""
+    known = _PREFIXES.setdefault(job.node.root, [])
+    mine = prefix.lower()
+    for other_job in known:
+        other = other_job.job_name_prefix.lower()
+        same_place = other_job._stack is job._stack or (job._region is not None and other_job._region == job._region)
+        if not same_place:
+            continue
+        if other == mine:
+            overlap = "uses the same job_name_prefix"
+        elif other.startswith(f"{mine}-") or mine.startswith(f"{other}-"):
+            overlap = f"uses job_name_prefix {other_job.job_name_prefix!r}, and one job's names start with the other's"
+        else:
+            continue
+        cdk.Annotations.of(job).add_warning_v2(
+            f"{_WARNING_PREFIX}:sharedJobNamePrefix",
+            f"{other_job.node.path} {overlap} ({prefix!r}): the IAM grants (training-job/{mine}-*), RuleAlarm and "
+            "RuleEvaluator of each job then also cover the other's runs, so a verdict about one can stop or notify "
+            "about the other. Give each job a prefix that does not start another's, such as 'team-a-bert'.",
+        )
+    known.append(job)
+
+
+def _escape_intrinsic(text: str) -> str:
+    """``text`` as a string literal inside an intrinsic function: ' { } and \\ escaped (deploy-time tokens kept)."""
+    return "".join(part if _STRING_TOKEN.fullmatch(part) else re.sub(r"([\\'{}])", r"\\\1", part)
+                   for part in _STRING_TOKEN.split(text))
+
+
+def _with_run_name(parameters: dict[str, Any], name: str) -> dict[str, Any]:
+    """Rule parameters that hold the run's job name (the example ``name``) read the real one from the state input:
+    ``key.$`` with the path, or with a States.Format whose template is the value with {} for the name."""
+    result: dict[str, Any] = {}
+    for key, value in parameters.items():
+        if not isinstance(value, str) or name not in value:
+            result[key] = value
+        elif value == name:
+            result[f"{key}.$"] = _RUN_NAME
+        else:
+            template = "{}".join(_escape_intrinsic(part) for part in value.split(name))
+            arguments = ", ".join([_RUN_NAME] * value.count(name))
+            result[f"{key}.$"] = f"States.Format('{template}', {arguments})"
+    return result
 
 
 def _ecr_repository_arns(partition: str, image: str) -> list[str]:

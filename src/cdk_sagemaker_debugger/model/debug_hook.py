@@ -50,8 +50,9 @@ _COLLECTION_KEYS = frozenset(
 
 
 def _stringify(value: Any) -> str:
-    # The API accepts only strings; booleans are written the way the SDK's str() does ("True"/"False").
-    return value if isinstance(value, str) or is_token(value) else str(value)
+    # The API accepts only strings; booleans are written the way the SDK's str() does ("True"/"False"), and a CDK
+    # number token as its string form (it then renders as a string, not as a JSON number).
+    return value if isinstance(value, str) else str(value)
 
 
 def _check_s3_uri(value: Any, *, where: str, field: str) -> None:

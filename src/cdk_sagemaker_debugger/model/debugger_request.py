@@ -110,6 +110,35 @@ def resolve_debug_hook(
     return debug_hook
 
 
+def _render_rules(
+    rules: Sequence[Rule],
+    *,
+    region: str | None,
+    stop_name: str | None,
+    where: str | None,
+    framework: FrameworkInfo | None,
+    image: Callable[[Rule], str | None],
+    source_uri: Callable[[Rule], str | None],
+) -> tuple[list[dict[str, Any]], list[str], RulePermissions]:
+    """DebugRuleConfigurations, framework warnings and the rule actions' IAM needs (StopTraining gets ``stop_name``)."""
+    configurations = []
+    warnings: list[str] = []
+    permissions = RulePermissions()
+    for rule in rules:
+        image_uri, source_s3_uri = image(rule), source_uri(rule)  # their errors are located already
+        try:
+            configurations.append(rule.to_rule_configuration(
+                region=region, image_uri=image_uri, job_name_prefix=stop_name, source_s3_uri=source_s3_uri
+            ))
+        except ConfigurationError as error:
+            raise error.at(where) if where else error from None
+        permissions = permissions | rule.permissions(job_name_prefix=stop_name)
+        framework_warning = rule.framework_warning(framework.name if framework is not None else None)
+        if framework_warning:
+            warnings.append(framework_warning)
+    return configurations, warnings, permissions
+
+
 def render_debugger_request(
     *,
     rules: Sequence[Rule] = (),
@@ -117,6 +146,7 @@ def render_debugger_request(
     tensorboard: TensorBoardOutputConfig | None = None,
     default_s3_output_path: str | None,
     job_name_prefix: str | None = None,
+    job_name: str | None = None,
     region: str | None = None,
     image_for: Callable[[Rule], str] | None = None,
     builtin_image: str | None = None,
@@ -131,7 +161,9 @@ def render_debugger_request(
     tokens in environment-agnostic stacks), else a lookup by ``region``; a custom rule's own ``image_uri`` always wins.
     ``source_uri_for(rule)`` returns the S3 URI of an uploaded local rule source. ``debug_hook=None`` adds the default
     hook only when there are rules; ``True`` always; ``False`` never. StopTraining actions without a prefix, and
-    StalledTrainingRule(stop_training_on_fire=True), use ``job_name_prefix``.
+    StalledTrainingRule(stop_training_on_fire=True), get ``job_name`` (the run's own name, which is what the SageMaker
+    SDK fills in at ``fit()``: the rule container stops a job only when exactly one running job matches), or
+    ``job_name_prefix`` without one. TensorBoard's default path uses ``job_name_prefix``.
     """
     checked = _check_rules(rules, where)
     hook = resolve_debug_hook(debug_hook, bool(checked), where)
@@ -143,27 +175,12 @@ def render_debugger_request(
             value=tensorboard,
         )
 
-    warnings: list[str] = []
-    permissions = RulePermissions()
-    configurations = []
-    for rule in checked:
-        if image_for is not None:
-            image = image_for(rule)
-        else:
-            image = custom_image if rule.is_custom else builtin_image
-        source_uri = source_uri_for(rule) if source_uri_for is not None else None
-        try:
-            configurations.append(
-                rule.to_rule_configuration(
-                    region=region, image_uri=image, job_name_prefix=job_name_prefix, source_s3_uri=source_uri
-                )
-            )
-        except ConfigurationError as error:
-            raise error.at(where) if where else error from None
-        permissions = permissions | rule.permissions(job_name_prefix=job_name_prefix)
-        framework_warning = rule.framework_warning(framework.name if framework is not None else None)
-        if framework_warning:
-            warnings.append(framework_warning)
+    stop_name = job_name if job_name is not None else job_name_prefix
+    configurations, warnings, permissions = _render_rules(
+        checked, region=region, stop_name=stop_name, where=where, framework=framework,
+        image=lambda rule: image_for(rule) if image_for is not None else custom_image if rule.is_custom else builtin_image,
+        source_uri=lambda rule: source_uri_for(rule) if source_uri_for is not None else None,
+    )
 
     fragment: dict[str, Any] = {}
     if hook is not None:

@@ -196,7 +196,8 @@ class TensorParameterSpec(ParameterSpec):
         """The value as the API string: lists comma-joined, everything else through ``str()``."""
         if isinstance(value, (list, tuple)):
             return ",".join(str(item) for item in value)
-        return value if isinstance(value, str) or is_token(value) else str(value)
+        # str() also for a CDK number token: its text stands for the number inside a string, which the API requires
+        return value if isinstance(value, str) else str(value)
 
 
 _Param = TensorParameterSpec  # short name for the catalog below
@@ -498,12 +499,14 @@ DEBUGGER_RULE_SPECS: Mapping[str, DebuggerRuleSpec] = MappingProxyType({spec.nam
 class RulePermissions:
     """What the rule container needs from the job's execution role to run the rules' actions.
 
-    ``notification_topic``: publish to (and create/subscribe) the ``SMDebugRules`` SNS topic (Email and SMS actions).
-    ``stop_training_job_prefixes``: StopTrainingJob on jobs with these name prefixes, plus ListTrainingJobs.
+    ``notification_topic``: the ``SMDebugRules`` SNS topic (Email and SMS actions); ``notification_endpoints`` the
+    ``(protocol, endpoint)`` pairs the container subscribes to it. ``stop_training_job_prefixes``: StopTrainingJob on
+    jobs with these name prefixes, plus ListTrainingJobs.
     """
 
     notification_topic: bool = False
     stop_training_job_prefixes: tuple[str, ...] = ()
+    notification_endpoints: tuple[tuple[str, str], ...] = ()
 
     #: The topic the rule container publishes Email and SMS actions to.
     TOPIC_NAME: ClassVar[str] = "SMDebugRules"
@@ -522,7 +525,8 @@ class RulePermissions:
 
     def __or__(self, other: RulePermissions) -> RulePermissions:
         prefixes = dict.fromkeys((*self.stop_training_job_prefixes, *other.stop_training_job_prefixes))
-        return RulePermissions(self.notification_topic or other.notification_topic, tuple(prefixes))
+        endpoints = dict.fromkeys((*self.notification_endpoints, *other.notification_endpoints))
+        return RulePermissions(self.notification_topic or other.notification_topic, tuple(prefixes), tuple(endpoints))
 
 
 # --- rules ---------------------------------------------------------------------------------------------------------------
@@ -613,7 +617,8 @@ class Rule(RuleBase):
         return {"rule_to_invoke": self.rule_to_invoke}
 
     def _rendered_parameters(self, job_name_prefix: str | None) -> dict[str, Any]:
-        return {key: value if is_token(value) else str(value) for key, value in self.parameters.items()}
+        # RuleParameters are strings; a CDK number token is turned into its string form too (rendered as a string)
+        return {key: value if isinstance(value, str) else str(value) for key, value in self.parameters.items()}
 
     # -- actions and permissions ------------------------------------------------------------------------------------------
     def _filled_actions(self, job_name_prefix: str | None) -> Action | ActionList | None:
@@ -654,7 +659,10 @@ class Rule(RuleBase):
         if actions is None:
             return RulePermissions()
         prefixes = tuple(action.training_job_prefix for action in actions if action.stops_training)  # type: ignore[attr-defined]
-        return RulePermissions(any(action.notifies for action in actions), tuple(dict.fromkeys(prefixes)))
+        endpoints = tuple((action.action_name, action.endpoint) for action in actions if action.notifies)  # type: ignore[attr-defined]
+        return RulePermissions(
+            any(action.notifies for action in actions), tuple(dict.fromkeys(prefixes)), tuple(dict.fromkeys(endpoints))
+        )
 
     # -- rendering ------------------------------------------------------------------------------------------------------------
     def to_rule_configuration(

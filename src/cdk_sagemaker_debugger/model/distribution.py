@@ -306,10 +306,10 @@ def check_debugger_compatibility(
     if checkpointing and features.tensor_debugging and (multi_instance or distribution is not None):
         shape = distribution.label if distribution is not None else f"{instance_count} instances"
         raise ConfigurationError(
-            f"{CHECKPOINTING_MESSAGE} ({shape} with checkpoint_config). Either disable SageMaker checkpointing "
-            "(remove checkpoint_config) and save checkpoints from your training script, or remove debug_hook and "
-            "debugger_rules from this job.",
+            f"{CHECKPOINTING_MESSAGE} ({shape} with checkpoint_s3_uri). Either disable SageMaker checkpointing "
+            "(remove checkpoint_s3_uri and checkpoint_local_path) and save checkpoints from your training script, or "
+            "remove debug_hook and debugger_rules from this job.",
             where=where,
-            field="checkpoint_config",
+            field="checkpoint_s3_uri",
         )
     return warnings

@@ -21,6 +21,7 @@ __all__ = [
     "builtin_rule_image",
     "custom_rule_image",
     "url_suffix",
+    "partition_of",
     "check_debugger_region",
 ]
 
@@ -103,9 +104,33 @@ DEBUGGER_UNSUPPORTED_REGIONS: frozenset[str] = frozenset(
 )
 
 
+#: Region name prefix -> (partition, DNS suffix), longest prefixes first; every other region is in ``aws``.
+_PARTITIONS = (
+    ("cn-", "aws-cn", "amazonaws.com.cn"),
+    ("us-gov-", "aws-us-gov", "amazonaws.com"),
+    ("us-isob-", "aws-iso-b", "sc2s.sgov.gov"),
+    ("us-isof-", "aws-iso-f", "csp.hci.ic.gov"),
+    ("us-iso-", "aws-iso", "c2s.ic.gov"),
+    ("eu-isoe-", "aws-iso-e", "cloud.adc-e.uk"),
+    ("eusc-", "aws-eusc", "amazonaws.eu"),
+)
+
+
+def _partition_entry(region: str) -> tuple[str, str]:
+    for prefix, partition, suffix in _PARTITIONS:
+        if region.startswith(prefix):
+            return partition, suffix
+    return "aws", "amazonaws.com"
+
+
+def partition_of(region: str) -> str:
+    """The partition a region belongs to: ``aws``, ``aws-cn``, ``aws-us-gov``, ``aws-iso``, ``aws-iso-b``, ..."""
+    return _partition_entry(region)[0]
+
+
 def url_suffix(region: str) -> str:
-    """DNS suffix of the partition a region belongs to (``amazonaws.com.cn`` in China)."""
-    return "amazonaws.com.cn" if region.startswith("cn-") else "amazonaws.com"
+    """DNS suffix of the partition a region belongs to (``amazonaws.com.cn`` in China, ``c2s.ic.gov`` in aws-iso)."""
+    return _partition_entry(region)[1]
 
 
 def check_debugger_region(region: str, *, where: str | None = None, field: str = "region") -> None:

@@ -252,7 +252,8 @@ class RuleBase:
         ):
             if value:
                 config[key] = value
-        params = {key: value if is_token(value) else str(value) for key, value in parameters.items()}
+        # strings only: a CDK number token becomes its string form, which renders as a string, not a JSON number
+        params = {key: value if isinstance(value, str) else str(value) for key, value in parameters.items()}
         if params:
             config["RuleParameters"] = params
         check_rule_configuration(config, where=self.where)

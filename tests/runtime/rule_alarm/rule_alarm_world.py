@@ -2,7 +2,8 @@
 
 * SageMaker: a botocore ``Stubber`` whose responses are queued just in time from ``TrainingJobs`` (the scenario's truth
   about each job). Every request is still validated against the real SageMaker model, and so is every response.
-* DynamoDB, SNS and EventBridge: moto, so conditional writes behave like DynamoDB's.
+* DynamoDB, SNS, EventBridge and S3: moto, so conditional writes behave like DynamoDB's. The RuleEvaluator's report
+  objects are written to moto's S3 the way the evaluator writes them, before its verdict event is delivered.
 * Fault injection uses botocore's own event hooks on those real clients: a one-shot "hard crash" (a BaseException the
   handler cannot catch, like a Lambda timeout or an out-of-memory kill), a one-shot service error, or a nested
   invocation that runs at a chosen point of another one (two Lambda instances racing).
@@ -29,6 +30,7 @@ from cdk_sagemaker_debugger.runtime.rule_alarm.settings import Settings
 
 REGION = "us-east-1"
 ACCOUNT = "123456789012"
+OUTPUT_BUCKET = "ml-artifacts-123456789012"
 EPOCH = datetime(2026, 11, 29, 10, 0, tzinfo=timezone.utc)
 _table_numbers = itertools.count()
 
@@ -55,7 +57,8 @@ class Job:
     secondary_status: str = "Training"
     rules: dict[str, str] = field(default_factory=dict)
     rule_changed_at: dict[str, datetime] = field(default_factory=dict)
-    output_s3_uri: str = "s3://ml-artifacts-123456789012/output"
+    output_s3_uri: str = f"s3://{OUTPUT_BUCKET}/output"
+    role_arn: str = f"arn:aws:iam::{ACCOUNT}:role/SmTrainingRole"
 
     @property
     def arn(self) -> str:
@@ -126,7 +129,7 @@ class TrainingJobs:
                 "TrainingImage": "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3-gpu-py311",
                 "TrainingInputMode": "File",
             },
-            "RoleArn": f"arn:aws:iam::{ACCOUNT}:role/SmTrainingRole",
+            "RoleArn": job.role_arn,
             "OutputDataConfig": {"S3OutputPath": job.output_s3_uri},
             "ResourceConfig": {"InstanceType": "ml.g5.2xlarge", "InstanceCount": 1, "VolumeSizeInGB": 50},
             "StoppingCondition": {"MaxRuntimeInSeconds": 86400},
@@ -226,7 +229,9 @@ class AwsClients:
         self.sns = boto3.client("sns", region_name=REGION)
         self.events = boto3.client("events", region_name=REGION)
         self.sagemaker = boto3.client("sagemaker", region_name=REGION)
+        self.s3 = boto3.client("s3", region_name=REGION)
         self.topic_arn = self.sns.create_topic(Name="rule-alarm")["TopicArn"]
+        self.s3.create_bucket(Bucket=OUTPUT_BUCKET)
 
 
 class Harness:
@@ -253,9 +258,12 @@ class Harness:
             sns=clients.sns,
             events=clients.events,
             dynamodb=clients.dynamodb,
+            s3=clients.s3,
             clock=self.clock,
             logger=self.logger,
         )
+        #: What the evaluator's summary of each (job, rule) says now (the last verdict it wrote).
+        self.evaluator_reports: dict[tuple[str, str], str] = {}
         self.published: list[dict[str, Any]] = []
         self.announced: list[dict[str, Any]] = []
         # (job, (rule, status) being acted on, what SageMaker did: stopped / refused / throttled)
@@ -270,6 +278,26 @@ class Harness:
         self._hooks: list[tuple[Any, str, Callable[..., Any]]] = []
         self.stubber = Stubber(clients.sagemaker)
 
+    # -- the evaluator ----------------------------------------------------------------------------------------------
+
+    def evaluator_verdict(self, name: str, entries: list[dict[str, Any]]) -> dict[str, Any]:
+        """What the RuleEvaluator does for a status change: write each rule's summary, then publish the event."""
+        for entry in entries:
+            rule, status = entry.get("RuleConfigurationName"), entry.get("RuleEvaluationStatus")
+            if isinstance(rule, str) and rule and isinstance(status, str):
+                self.write_summary(name, rule, status)
+        return evaluator_event(name, entries)
+
+    def write_summary(self, name: str, rule: str, status: str, *, body: bytes | None = None) -> str:
+        """The evaluator's evaluation-summary.json of one rule of a job (its key is returned)."""
+        job = self.world.jobs.get(name) or Job(name=name)
+        prefix = job.output_s3_uri.removeprefix(f"s3://{OUTPUT_BUCKET}/").strip("/")
+        key = f"{prefix}/{name}/rule-output/{rule}/evaluator-output/evaluation-summary.json"
+        summary = {"rules": [{"RuleConfigurationName": rule, "RuleEvaluationStatus": status}], "Diagnostics": {}}
+        self.clients.s3.put_object(Bucket=OUTPUT_BUCKET, Key=key, Body=body or json.dumps(summary).encode())
+        self.evaluator_reports[(name, rule)] = status
+        return key
+
     # -- wiring -----------------------------------------------------------------------------------------------------
 
     def __enter__(self) -> Harness:
@@ -279,6 +307,7 @@ class Harness:
             (self.clients.sns, "sns"),
             (self.clients.events, "events"),
             (self.clients.dynamodb, "dynamodb"),
+            (self.clients.s3, "s3"),
         ):
             self._hook(client, f"provide-client-params.{service}", self._before_call)
         self._hook(self.clients.sagemaker, "after-call.sagemaker.StopTrainingJob", self._after_stop)

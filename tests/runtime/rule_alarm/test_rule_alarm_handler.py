@@ -15,7 +15,6 @@ from rule_alarm_world import (
     AwsClients,
     Harness,
     create_table,
-    evaluator_event,
     minutes,
 )
 
@@ -120,7 +119,7 @@ def test_job_already_stopping_counts_as_success(harness: Harness) -> None:
 
     assert harness.retry_queue == []
     assert sorted(harness.notifications().values()) == [1, 1]
-    outcomes = sorted(item.get("stop_outcome") for item in harness.ledger_items() if item["pk"].startswith("job#"))
+    outcomes = sorted(item.get("stop_outcome") for item in harness.ledger_items() if item["sk"].startswith("transition#"))
     assert outcomes == ["already-ending", "requested"]
 
 
@@ -141,7 +140,7 @@ def test_unknown_job_is_dropped(harness: Harness) -> None:
 
 def test_evaluator_statuses_are_acted_on_and_merged_with_describe(harness: Harness) -> None:
     job = _start(harness)
-    event = evaluator_event(
+    event = harness.evaluator_verdict(
         job,
         [
             {

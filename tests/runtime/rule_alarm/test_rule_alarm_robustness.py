@@ -138,7 +138,7 @@ def test_huge_status_details_are_cut_to_the_api_limit(harness: Harness) -> None:
         "RuleEvaluationStatus": "IssuesFound",
         "StatusDetails": "d" * 200_000,
     }
-    harness.invoke(evaluator_event("exp-gpu-1", [entry]))
+    harness.invoke(harness.evaluator_verdict("exp-gpu-1", [entry]))
     body = json.loads(harness.published[0]["Message"])["email"]
     assert "Details:       " + "d" * 1024 + "\n" in body
 

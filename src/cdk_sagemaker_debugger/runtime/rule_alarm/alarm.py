@@ -1,8 +1,9 @@
 """The RuleAlarm decision logic: which transitions to act on, and acting on each exactly once.
 
-Flow for a job event: validate -> DescribeTrainingJob (the source of truth) -> remember the job for the sweep -> for
-each wanted (rule, status): claim it in the ledger -> StopTrainingJob (if configured) -> SNS publish -> EventBridge
-"Rule Alarm Transition" event -> mark done. The sweep repeats the same for every watched job, and also resumes
+Flow for a job event: validate (prefix, account) -> DescribeTrainingJob (the source of truth) -> the job runs as the
+family's execution role -> remember the job for the sweep -> evaluator verdicts only for configured rules and only when
+the evaluator's report confirms them -> for each wanted (rule, status): claim it in the ledger -> StopTrainingJob (if
+configured) -> SNS publish (at most the per-job cap) -> EventBridge "Rule Alarm Transition" event -> mark done. The sweep repeats the same for every watched job, and also resumes
 transitions whose owner crashed. Failures after retries are re-raised at the end of the invocation so Lambda's
 asynchronous retries and the dead-letter queue keep the event.
 """
@@ -35,10 +36,13 @@ from .events import (
 from .ledger import DONE, Claim, ClaimRefused, JobLedger, LeaseLost, Ledger, Transition
 from .logs import get_logger
 from .message import JobView, Notification, compose
+from .reports import reported_status
 from .settings import Settings
 
 _NOT_FOUND_CODES = frozenset({"ValidationException", "ResourceNotFound"})
 STOP_ON_STATUS = "IssuesFound"
+#: Recorded instead of an SNS message id when the job's message cap kept the notification from being sent.
+CAPPED = "capped"
 
 
 class RuleAlarmIncomplete(RuntimeError):
@@ -81,6 +85,7 @@ class RuleAlarmProcessor:
         sns: Any,
         events: Any,
         dynamodb: Any,
+        s3: Any = None,
         clock: Callable[[], float] = time.time,
         new_owner_id: Callable[[], str] = lambda: uuid.uuid4().hex,
         logger: logging.Logger | None = None,
@@ -89,6 +94,7 @@ class RuleAlarmProcessor:
         self._sagemaker = sagemaker
         self._sns = sns
         self._events = events
+        self._s3 = s3  # reads RuleEvaluator reports; without it no evaluator verdict is confirmed
         self._clock = clock
         self._new_owner_id = new_owner_id
         self._log = logger or get_logger()
@@ -122,26 +128,70 @@ class RuleAlarmProcessor:
         fields = {"job": event.job_name, "source": event.source, "request_id": invocation.request_id}
         for reason in event.rejected_entries:
             self._log.warning("ignored malformed rule status entry", extra={**fields, "reason": reason})
-        if not event.job_name.startswith(self.settings.job_name_prefix):
-            self._log.warning(
-                "dropped event for a job outside the watched prefix",
-                extra={**fields, "prefix": self.settings.job_name_prefix},
-            )
-            return {"outcome": "dropped", "reason": "job outside the watched prefix"}
+        refusal = self._refuse_event(event)
+        if refusal is not None:
+            self._log.warning(f"dropped event: {refusal}", extra={**fields, "account": event.account})
+            return {"outcome": "dropped", "reason": refusal}
         description = self._describe(event.job_name)
         if description is None:
             self._log.warning("dropped event for a training job that does not exist", extra=fields)
             return {"outcome": "dropped", "reason": "training job not found"}
+        refusal = self._not_family(description)
+        if refusal is not None:
+            self._log.warning(f"dropped event: {refusal}", extra={**fields, "role": description.get("RoleArn")})
+            return {"outcome": "dropped", "reason": refusal}
         # watch first: if anything below fails, the sweep still finds the job
         self.ledger.watch(event.job_name)
         job = JobView.from_description(description)
-        statuses = _merge(statuses_from_description(description), event.evaluator_statuses)
+        reported = self._confirmed(event.evaluator_statuses, description, fields)
+        statuses = _merge(statuses_from_description(description), reported)
         self._log.info(
             "received job event",
             extra={**fields, "job_status": job.status, "rule_statuses": {s.rule: s.status for s in statuses}},
         )
         self._act_on_statuses(job, statuses, invocation, known=None)
         return invocation.summary("processed", job=job.name)
+
+    def _refuse_event(self, event: JobEvent) -> str | None:
+        """Why an event is not for this alarm (None when it is): another prefix, or another account."""
+        if not event.job_name.startswith(self.settings.job_name_prefix):
+            return "job outside the watched prefix"
+        account = self.settings.account_id
+        if account is not None and event.account != account:
+            return "event from another account"
+        return None
+
+    def _not_family(self, description: Mapping[str, Any]) -> str | None:
+        """Why a described job is not one of the family's (None when it is): it runs as another role. A job name is
+        easy to copy; running as the execution role needs iam:PassRole on it."""
+        expected = self.settings.execution_role_arn
+        if expected is not None and description.get("RoleArn") != expected:
+            return "the job does not run as the family's execution role"
+        return None
+
+    def _confirmed(
+        self, reported: Iterable[RuleStatus], description: Mapping[str, Any], fields: Mapping[str, Any]
+    ) -> list[RuleStatus]:
+        """The evaluator's verdicts worth acting on: wanted, for a configured rule, and confirmed by its report."""
+        confirmed = []
+        for status in reported:
+            if not self._wanted(status):
+                continue
+            known = self.settings.known_rules
+            if known is not None and status.rule not in known:
+                self._log.warning("ignored evaluator verdict for a rule the alarm does not watch",
+                                  extra={**fields, "rule": status.rule})
+                continue
+            found, where = reported_status(self._s3, description, status.rule) if self._s3 else (None, "no S3 client")
+            if found != status.status:
+                self._log.warning(
+                    "ignored evaluator verdict its report does not confirm",
+                    extra={**fields, "rule": status.rule, "status": status.status, "report_status": found,
+                           "report": where},
+                )
+                continue
+            confirmed.append(status)
+        return confirmed
 
     # -- sweep ------------------------------------------------------------------------------------------------------
 
@@ -171,6 +221,11 @@ class RuleAlarmProcessor:
         description = self._describe(job_name)
         if description is None:
             self._log.warning("stopped watching a training job that no longer exists", extra={"job": job_name})
+            self.ledger.unwatch(job_name)
+            return True
+        refusal = self._not_family(description)
+        if refusal is not None:
+            self._log.warning(f"stopped watching a job: {refusal}", extra={"job": job_name})
             self.ledger.unwatch(job_name)
             return True
         job = JobView.from_description(description)
@@ -269,16 +324,33 @@ class RuleAlarmProcessor:
             stop_outcome = self._stop(job, invocation, fields)
             self.ledger.record(claim, stop_outcome=stop_outcome)
         notification = compose(job, transition, stop_outcome=stop_outcome)
-        if claim.message_id is None:
-            response = self._sns.publish(**notification.publish_request(self.settings.topic_arn))
-            self.ledger.record(claim, message_id=response["MessageId"])
-            invocation.notified += 1
-            self._log.info(
-                "notified", extra={**fields, "message_id": response["MessageId"], "stop_outcome": stop_outcome}
-            )
-        if not claim.announced:
+        message_id = claim.message_id
+        if message_id is None:
+            message_id = self._notify(job, claim, notification, invocation, fields, stop_outcome)
+        if not claim.announced and message_id != CAPPED:
             self._announce(job, transition, notification, stop_outcome)
-        self.ledger.complete(claim, announced=True)
+        self.ledger.complete(claim, announced=message_id != CAPPED)
+
+    def _notify(
+        self,
+        job: JobView,
+        claim: Claim,
+        notification: Notification,
+        invocation: _Invocation,
+        fields: Mapping[str, Any],
+        stop_outcome: str | None,
+    ) -> str:
+        """Publish the notification unless the job reached its message cap; the message id, or CAPPED."""
+        cap = self.settings.max_messages_per_job
+        if not self.ledger.count_message(job.name, cap):
+            self._log.warning("not notifying: the job reached its message cap", extra={**fields, "cap": cap})
+            self.ledger.record(claim, message_id=CAPPED)
+            return CAPPED
+        response = self._sns.publish(**notification.publish_request(self.settings.topic_arn))
+        self.ledger.record(claim, message_id=response["MessageId"])
+        invocation.notified += 1
+        self._log.info("notified", extra={**fields, "message_id": response["MessageId"], "stop_outcome": stop_outcome})
+        return str(response["MessageId"])
 
     def _stop(self, job: JobView, invocation: _Invocation, fields: Mapping[str, Any]) -> str:
         stop_prefix = self.settings.stop_prefix or ""

@@ -56,6 +56,7 @@ class JobEvent:
 
     job_name: str
     source: str
+    account: str | None = None
     evaluator_statuses: tuple[RuleStatus, ...] = ()
     rejected_entries: tuple[str, ...] = ()  # why individual evaluator entries were unusable (the rest still count)
 
@@ -85,8 +86,11 @@ def parse_event(event: Any) -> JobEvent | SweepRequest:
     if not isinstance(detail, Mapping):
         raise MalformedEvent(f"'detail' is a {type(detail).__name__}, expected a JSON object")
     job_name = validate_job_name(detail.get("TrainingJobName"))
+    account = event.get("account")
+    if account is not None and not isinstance(account, str):
+        raise MalformedEvent(f"'account' is a {type(account).__name__}, expected a string")
     if source == SAGEMAKER_SOURCE:
-        return JobEvent(job_name=job_name, source=source)
+        return JobEvent(job_name=job_name, source=source, account=account)
     entries = detail.get("ProfilerRuleEvaluationStatuses")
     if not isinstance(entries, list):
         raise MalformedEvent(f"'detail.ProfilerRuleEvaluationStatuses' is a {type(entries).__name__}, expected a list")
@@ -104,7 +108,11 @@ def parse_event(event: Any) -> JobEvent | SweepRequest:
     if rejected and not statuses:
         raise MalformedEvent(f"no usable rule status in 'detail.ProfilerRuleEvaluationStatuses': {rejected[0]}")
     return JobEvent(
-        job_name=job_name, source=source, evaluator_statuses=tuple(statuses), rejected_entries=tuple(rejected)
+        job_name=job_name,
+        source=source,
+        account=account,
+        evaluator_statuses=tuple(statuses),
+        rejected_entries=tuple(rejected),
     )
 
 
@@ -157,9 +165,12 @@ def statuses_from_description(description: Mapping[str, Any]) -> list[RuleStatus
 
 
 def parse_time(value: Any) -> datetime | None:
-    """Read a timestamp sent as a datetime, epoch seconds or milliseconds (number or string) or ISO 8601; else None."""
+    """Read a timestamp sent as a datetime, epoch seconds or milliseconds (number or string) or ISO 8601; else None.
+
+    The result is in UTC. A time that has no UTC equivalent (``9999-12-31T23:00:00-05:00`` is past year 9999 there)
+    is None rather than an error later, when the verdict is recorded."""
     if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+        return _utc(value if value.tzinfo else value.replace(tzinfo=timezone.utc))
     if isinstance(value, bool):
         return None
     if isinstance(value, str):
@@ -171,7 +182,7 @@ def parse_time(value: Any) -> datetime | None:
                 parsed = datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith(("Z", "z")) else text)
             except ValueError:
                 return None
-            return parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc)
+            return _utc(parsed if parsed.tzinfo else parsed.replace(tzinfo=timezone.utc))
     if isinstance(value, (int, float)):
         if not math.isfinite(value) or value < 0:
             return None
@@ -181,6 +192,13 @@ def parse_time(value: Any) -> datetime | None:
         except (OverflowError, OSError, ValueError):
             return None
     return None
+
+
+def _utc(value: datetime) -> datetime | None:
+    try:
+        return value.astimezone(timezone.utc)
+    except (OverflowError, ValueError):
+        return None
 
 
 def _short(value: Any, limit: int = 80) -> Any:

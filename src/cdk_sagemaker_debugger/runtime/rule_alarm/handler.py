@@ -30,6 +30,7 @@ def build_processor(environ: Mapping[str, str] | None = None, session: Any = Non
         sns=session.client("sns", config=RETRY_CONFIG),
         events=session.client("events", config=RETRY_CONFIG),
         dynamodb=session.client("dynamodb", config=RETRY_CONFIG),
+        s3=session.client("s3", config=RETRY_CONFIG),
     )
 
 

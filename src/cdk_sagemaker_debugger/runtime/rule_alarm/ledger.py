@@ -21,6 +21,7 @@ from botocore.exceptions import ClientError
 PENDING = "pending"
 DONE = "done"
 WATCHED_PARTITION = "watched"
+MESSAGES_SORT_KEY = "messages"  # per job: how many notifications were sent (the cap)
 _MAX_SORT_KEY_BYTES = 1024
 
 _serializer = TypeSerializer()
@@ -141,6 +142,30 @@ class Ledger:
 
     def watched_jobs(self) -> list[str]:
         return [item["sk"] for item in self._query(WATCHED_PARTITION, projection="sk")]
+
+    # -- message cap ------------------------------------------------------------------------------------------------
+
+    def count_message(self, job_name: str, cap: int) -> bool:
+        """Count one notification of ``job_name``; False, counting nothing, once ``cap`` were counted.
+
+        A crash between counting and publishing counts that message again on the retry: the cap errs on sending less.
+        """
+        try:
+            self._client.update_item(
+                TableName=self._table,
+                Key=_serialize({"pk": f"job#{job_name}", "sk": MESSAGES_SORT_KEY}),
+                UpdateExpression="ADD #messages :one SET expires_at = :ttl",
+                ConditionExpression="attribute_not_exists(#messages) OR #messages < :cap",
+                ExpressionAttributeNames={"#messages": "messages"},
+                ExpressionAttributeValues=_serialize(
+                    {":one": 1, ":cap": cap, ":ttl": int(self._clock()) + self._transition_ttl}
+                ),
+            )
+        except ClientError as error:
+            if _error_code(error) == "ConditionalCheckFailedException":
+                return False
+            raise
+        return True
 
     # -- transitions ------------------------------------------------------------------------------------------------
 

@@ -1,0 +1,63 @@
+"""Confirm a RuleEvaluator verdict against the report the evaluator wrote, before acting on it.
+
+The evaluator writes ``<S3OutputPath>/<job>/rule-output/<RuleConfigurationName>/evaluator-output/evaluation-summary.json``
+before it publishes a status change, and the training job's execution role may not write there (ProfiledTrainingJob
+denies it). A verdict whose rule, in that summary, does not have the status the event claims is not acted on: it was
+not the evaluator's, or it is already out of date (the next change comes with its own event).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+# The evaluator's layout (runtime/evaluator/lambda_handler.py and report.py; a test checks they agree).
+REPORT_FOLDER = "evaluator-output"
+SUMMARY_NAME = "evaluation-summary.json"
+MAX_SUMMARY_BYTES = 1_000_000
+_UNREADABLE = frozenset({"NoSuchKey", "NoSuchBucket", "AccessDenied", "403", "404"})
+
+
+def summary_location(description: Mapping[str, Any], rule: str) -> tuple[str, str] | None:
+    """(bucket, key) of the evaluator's summary for ``rule`` of the described job, or None without an output path."""
+    uri = (description.get("OutputDataConfig") or {}).get("S3OutputPath")
+    job = description.get("TrainingJobName")
+    if not isinstance(uri, str) or not uri.startswith("s3://") or not isinstance(job, str):
+        return None
+    bucket, _, prefix = uri[len("s3://"):].partition("/")
+    base = f"{prefix.strip('/')}/{job}/rule-output".lstrip("/")
+    return (bucket, f"{base}/{rule}/{REPORT_FOLDER}/{SUMMARY_NAME}") if bucket else None
+
+
+def reported_status(s3: Any, description: Mapping[str, Any], rule: str) -> tuple[str | None, str]:
+    """The status the evaluator's summary gives ``rule``, and where it was read (or why it could not be).
+
+    A missing or unreadable summary gives None: nothing confirms the verdict. Other S3 errors (throttling, a network
+    problem) are raised, so the event is retried."""
+    location = summary_location(description, rule)
+    if location is None:
+        return None, "the job has no S3 output path"
+    bucket, key = location
+    where = f"s3://{bucket}/{key}"
+    try:
+        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read(MAX_SUMMARY_BYTES + 1)
+    except ClientError as error:
+        code = str(error.response.get("Error", {}).get("Code", ""))
+        if code in _UNREADABLE:
+            return None, f"{where}: {code}"
+        raise
+    if len(body) > MAX_SUMMARY_BYTES:
+        return None, f"{where}: larger than {MAX_SUMMARY_BYTES} bytes"
+    try:
+        summary = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None, f"{where}: not JSON"
+    entries = summary.get("rules") if isinstance(summary, dict) else None
+    for entry in entries if isinstance(entries, list) else ():
+        if isinstance(entry, dict) and entry.get("RuleConfigurationName") == rule:
+            status = entry.get("RuleEvaluationStatus")
+            return (status if isinstance(status, str) else None), where
+    return None, f"{where}: no entry for the rule"
