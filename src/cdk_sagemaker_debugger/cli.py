@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
@@ -126,6 +127,24 @@ def write_outputs(evaluator: Evaluator, out: Path, *, source: str) -> list[Any]:
     return results
 
 
+def output_problem(out: Path) -> str | None:
+    """Why the reports could not be written to ``out`` (tried by creating and removing a file there, or in the
+    nearest existing folder above it), or None."""
+    if out.exists() and not out.is_dir():
+        return "exists and is not a folder"
+    probe_in = out
+    while not probe_in.exists():
+        probe_in = probe_in.parent
+    if not probe_in.is_dir():
+        return f"{probe_in} is a file, so the folder cannot be created; pass a folder path"
+    try:
+        with tempfile.TemporaryFile(dir=probe_in):
+            pass
+    except OSError as exc:
+        return f"cannot write in {probe_in} ({exc.strerror or exc}); pass a folder you can write to"
+    return None
+
+
 def cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     try:
         configs = resolve_rules(args.rule or [])
@@ -133,8 +152,9 @@ def cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
         stderr.write(f"error: {exc}\n")
         return EXIT_USAGE
     out = Path(args.out)
-    if out.exists() and not out.is_dir():
-        stderr.write(f"error: --out {out}: exists and is not a folder\n")
+    problem = output_problem(out)
+    if problem:  # checked before the evaluation, which can take minutes
+        stderr.write(f"error: --out {out}: {problem}\n")
         return EXIT_USAGE
     progress = Progress(stderr)
     try:
@@ -156,8 +176,12 @@ def cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
             stderr.write("hint: configure AWS credentials (aws configure, AWS_PROFILE) to read from S3\n")
         return EXIT_FAILED
     progress.close()
-    out.mkdir(parents=True, exist_ok=True)
-    results = write_outputs(evaluator, out, source=store.describe())
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        results = write_outputs(evaluator, out, source=store.describe())
+    except OSError as exc:  # the disk filled up or the folder went away during the evaluation
+        stderr.write(f"error: --out {out}: could not write the reports: {exc}\n")
+        return EXIT_FAILED
     stdout.write(verdict_table(results) + "\n")
     diagnostics = evaluator.diagnostics()
     if diagnostics["bad_lines"] or diagnostics["bad_files"]:
