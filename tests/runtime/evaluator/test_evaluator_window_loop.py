@@ -15,6 +15,7 @@ from evaluator_jobs import report, small_spec, standalone, verdict
 from cdk_sagemaker_debugger import cli
 from cdk_sagemaker_debugger.runtime.evaluator import engine
 from cdk_sagemaker_debugger.runtime.evaluator.engine import Cursor, Evaluator, evaluate_store, feed, list_new_files
+from cdk_sagemaker_debugger.runtime.evaluator.html_report import render
 from cdk_sagemaker_debugger.runtime.evaluator.rules import RuleConfigError
 from cdk_sagemaker_debugger.runtime.evaluator.storage import EvaluationInputError, LocalStore
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import StepSpec, constant, hour_folder, write_job
@@ -73,7 +74,11 @@ def test_a_file_named_a_year_after_the_job_jumps_over_the_empty_windows(tmp_path
         "(a gap in the profiler output, or a file named with a far-off time)",
         f"{stray.relative_to(root).as_posix()}: skipped 11400 record(s) whose Timestamp is more than 5 minutes away "
         "from the file's minute (2026-11-29T07:07:00Z); the managed rules never read them either"]
-    assert ev.results(final=True)[0].status == "IssuesFound"
+    results = ev.results(final=True)
+    assert results[0].status == "IssuesFound"
+    page = render(results, ev.timeline, ev.diagnostics(), title="t", source="s")
+    assert '<th>skipped windows</th><td class="num">525595</td>' in page
+    assert '<th>misplaced records</th><td class="num">11400</td>' in page
 
 
 def test_a_file_named_in_the_future_is_reported_and_not_read(tmp_path: Path):
