@@ -355,7 +355,8 @@ class RuleEvaluator(Construct):
         profiler_objects = self.profiler_bucket.arn_for_objects(f"{prof}{prefix}*/profiler-output/*")
         statements = [
             iam.PolicyStatement(actions=["sagemaker:DescribeTrainingJob"], resources=[job_arn]),
-            iam.PolicyStatement(actions=["sagemaker:ListTrainingJobs", "cloudwatch:GetMetricData"], resources=["*"]),
+            iam.PolicyStatement(actions=["sagemaker:ListTrainingJobs", "cloudwatch:GetMetricData",
+                                         "ec2:DescribeInstanceTypes"], resources=["*"]),
             iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[state, reports]),
             iam.PolicyStatement(actions=["s3:GetObject"], resources=[profiler_objects]),
         ]
@@ -375,8 +376,9 @@ class RuleEvaluator(Construct):
                 bucket.encryption_key.grant_encrypt_decrypt(self.role)
         self.log_group.grant_write(self.role)
         acknowledge_wildcards(self.policy, {
-            "Resource::*": "ListTrainingJobs and GetMetricData do not support resource-level permissions; the function "
-            "filters jobs by the configured prefix and reads only the /aws/sagemaker/TrainingJobs metrics.",
+            "Resource::*": "ListTrainingJobs, GetMetricData and DescribeInstanceTypes do not support resource-level "
+            "permissions; the function filters jobs by the configured prefix, reads only the /aws/sagemaker/TrainingJobs "
+            "metrics, and asks EC2 only for the GPU count of instance types newer than its table.",
             f"Resource::{job_arn}": "Training job names end in a generated suffix; the statement is scoped to the "
             "configured job-name prefix.",
             f"Resource::{state}": "The evaluator's state object of each job (rule-output/"

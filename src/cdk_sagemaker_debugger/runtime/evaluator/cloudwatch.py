@@ -22,23 +22,28 @@ MAX_QUERIES = 500  # GetMetricData limit per request
 VIRTUAL_GPU = "gpu-mean"
 VIRTUAL_CORE = "cpu-mean"
 
-# GPUs per instance size for the GPU families used for training (others have no NVIDIA GPU).
+# GPUs per instance size of the NVIDIA GPU families used for training. Families not listed here (new ones such as
+# ml.g7 and ml.g7e, or sizes added later) are looked up with EC2 DescribeInstanceTypes, else the count is inferred
+# from the metrics: a host that reports GPUUtilization has GPUs, whatever its name.
 _GPUS = {
     "p2": {"xlarge": 1, "8xlarge": 8, "16xlarge": 16},
     "p3": {"2xlarge": 1, "8xlarge": 4, "16xlarge": 8},
     "p3dn": {"24xlarge": 8},
     "p4d": {"24xlarge": 8},
     "p4de": {"24xlarge": 8},
-    "p5": {"48xlarge": 8},
+    "p5": {"4xlarge": 1, "48xlarge": 8},
     "p5e": {"48xlarge": 8},
     "p5en": {"48xlarge": 8},
+    "p6-b200": {"48xlarge": 8},
+    "p6-b300": {"48xlarge": 8},
     "g4dn": {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "12xlarge": 4, "16xlarge": 1},
     "g5": {"xlarge": 1, "2xlarge": 1, "4xlarge": 1, "8xlarge": 1, "12xlarge": 4, "16xlarge": 1, "24xlarge": 4,
            "48xlarge": 8},
 }
 _GPUS["g6"] = _GPUS["g5"]
 _GPUS["g6e"] = _GPUS["g5"]
-_INSTANCE = re.compile(r"^ml\.([a-z0-9]+)\.(\d*)(x?large|metal)$")
+_INSTANCE = re.compile(r"^ml\.([a-z0-9-]+)\.(\d*)(x?large|metal)$")
+_EC2_DEVICES: dict[str, tuple[int | None, int | None]] = {}  # per Lambda container: one lookup per instance type
 
 
 def source_label(job_name: str) -> str:
@@ -47,7 +52,8 @@ def source_label(job_name: str) -> str:
 
 
 def instance_devices(instance_type: str | None) -> tuple[int | None, int | None]:
-    """(GPUs, vCPUs) of an ``ml.*`` instance type; None where unknown (then inferred from the values)."""
+    """(GPUs, vCPUs) of an ``ml.*`` instance type from the built-in table; None where unknown (never 0: a family
+    missing from the table may well have GPUs)."""
     if not instance_type:
         return None, None
     match = _INSTANCE.match(instance_type)
@@ -56,10 +62,22 @@ def instance_devices(instance_type: str | None) -> tuple[int | None, int | None]
     family, size_n, size = match.group(1), match.group(2), match.group(3)
     size_name = f"{size_n}{size}"
     vcpus = 2 if size_name == "large" else 4 if size_name == "xlarge" else (4 * int(size_n) if size_n else None)
-    gpus = _GPUS.get(family, {}).get(size_name)
-    if gpus is None and family in _GPUS:
-        return None, vcpus
-    return (gpus if gpus is not None else 0), vcpus
+    return _GPUS.get(family, {}).get(size_name), vcpus
+
+
+def ec2_devices(ec2: Any, instance_type: str) -> tuple[int | None, int | None]:
+    """(GPUs, vCPUs) from EC2 DescribeInstanceTypes, which knows every current type; (None, None) when the call fails
+    (no permission, an ml-only type)."""
+    name = instance_type.removeprefix("ml.")
+    if name not in _EC2_DEVICES:
+        try:
+            info = ec2.describe_instance_types(InstanceTypes=[name])["InstanceTypes"][0]
+            gpus = sum(int(g.get("Count", 0)) for g in (info.get("GpuInfo") or {}).get("Gpus", []))
+            vcpus = (info.get("VCpuInfo") or {}).get("DefaultVCpus")
+            _EC2_DEVICES[name] = (gpus or None, int(vcpus) if vcpus else None)
+        except Exception:  # best effort: the metrics still tell how many GPUs there are at least
+            _EC2_DEVICES[name] = (None, None)
+    return _EC2_DEVICES[name]
 
 
 @dataclass(frozen=True)
@@ -70,8 +88,11 @@ class HostPlan:
     vcpus: int | None
 
 
-def hosts_for(job_name: str, instance_count: int, instance_type: str | None) -> list[HostPlan]:
+def hosts_for(job_name: str, instance_count: int, instance_type: str | None, ec2: Any = None) -> list[HostPlan]:
     gpus, vcpus = instance_devices(instance_type)
+    if gpus is None and instance_type and ec2 is not None:
+        found_gpus, found_vcpus = ec2_devices(ec2, instance_type)
+        gpus, vcpus = found_gpus, found_vcpus or vcpus
     return [HostPlan(f"{job_name}/algo-{i}", f"algo-{i}", gpus, vcpus) for i in range(1, max(instance_count, 1) + 1)]
 
 
@@ -126,14 +147,22 @@ def _divisor(known: int | None, values: Iterable[float]) -> int:
     return max(1, int(-(-peak // 100)))  # at most 100 % per device
 
 
-def minute_files(job_name: str, plans: list[HostPlan], data: dict[str, dict[str, dict[int, float]]]
-                 ) -> list[tuple[SystemFile, list[dict[str, Any]]]]:
-    """Profiler-shaped records, one "file" per host and minute, stamped mid-minute so no record sits on a window edge."""
+def minute_files(job_name: str, plans: list[HostPlan], data: dict[str, dict[str, dict[int, float]]],
+                 notes: list[str] | None = None) -> list[tuple[SystemFile, list[dict[str, Any]]]]:
+    """Profiler-shaped records, one "file" per host and minute, stamped mid-minute so no record sits on a window edge.
+
+    A host whose GPU count is unknown but which reports GPU metrics is divided by the count its largest value
+    implies (at most 100 % per GPU: a lower bound), and ``notes`` says so.
+    """
     files = []
     for plan in plans:
         metrics = data.get(plan.node, {})
         minutes = sorted({m for series in metrics.values() for m in series})
-        gpu_div = _divisor(plan.gpus, metrics.get("GPUUtilization", {}).values()) if plan.gpus != 0 else 0
+        gpu_values = [*metrics.get("GPUUtilization", {}).values(), *metrics.get("GPUMemoryUtilization", {}).values()]
+        gpu_div = _divisor(plan.gpus, gpu_values)
+        if gpu_values and not plan.gpus and notes is not None:
+            notes.append(f"{plan.host}: GPU count of the instance type unknown; {gpu_div} GPU(s) inferred from the "
+                         "largest GPU metric (at most 100 % per GPU, so a lower bound: per-GPU values may be too high)")
         cpu_div = _divisor(plan.vcpus, metrics.get("CPUUtilization", {}).values())
         for minute in minutes:
             ts = minute + 30.0

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 import time
+from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 from .codec import decode, encode
@@ -21,9 +23,9 @@ from .readers import (
     ParseStats,
     SystemFile,
     TraceEvent,
+    iter_system_records,
     parse_framework_key,
     parse_system_key,
-    parse_system_lines,
     parse_trace,
 )
 from .rules import (
@@ -34,6 +36,7 @@ from .rules import (
     Facts,
     ProfilerRule,
     RuleConfigError,
+    coerce_parameter,
     rule_class,
     split_report_overrides,
 )
@@ -42,6 +45,16 @@ from .timeline import Timeline
 from .window import SystemWindow, WindowContext
 
 DEFAULT_SCAN_INTERVAL_US = 60_000_000
+# A window shorter than a second holds at most a few samples and multiplies the per-window work; one longer than a day
+# leaves most jobs without a single complete window.
+MIN_SCAN_INTERVAL_US = 1_000_000
+MAX_SCAN_INTERVAL_US = 86_400_000_000
+# Runs of empty windows longer than this (a gap in the data, or a file named with a far-off time) are jumped over.
+MAX_EMPTY_RUN_US = 600_000_000
+# Records further than this from their file's minute belong to no window the managed rules would read them in.
+MAX_RECORD_DRIFT_US = 300_000_000
+# No instance has more than 16 GPUs; LoadBalancing compares every pair of a node's GPUs.
+MAX_GPUS_PER_NODE = 64
 FRAMEWORK_LOOKAHEAD_US = 180_000_000  # the reference reader looks 3 minutes past a window for framework files
 STATUS_IN_PROGRESS = "InProgress"
 STATUS_ISSUES = "IssuesFound"
@@ -112,6 +125,7 @@ class RuleRun:
 
     def __init__(self, config: RuleConfig):
         self.config = config
+        scan_interval_us(config)  # validated here so that a bad value fails like any other bad parameter
         if config.rule_to_invoke == PROFILER_REPORT:
             overrides = split_report_overrides(config.parameters)
             self.rules: list[ProfilerRule] = [cls(**overrides.get(cls.name, {})) for cls in REPORT_RULES]
@@ -170,13 +184,38 @@ class RuleRun:
         }
 
     @classmethod
+    def broken(cls, config: RuleConfig, reason: str) -> RuleRun:
+        """A configured rule that cannot run (bad name or parameter): it reports Error with the reason."""
+        run = cls.__new__(cls)
+        run.config, run.rules, run.in_report, run.first_trigger, run.failed = config, [], False, None, reason
+        return run
+
+    @classmethod
     def from_state(cls, state: dict[str, Any]) -> RuleRun:
-        run = cls(RuleConfig.from_dict(state["config"]))
+        config = RuleConfig.from_dict(state["config"])
+        if state["failed"] and not state["rules"]:
+            return cls.broken(config, state["failed"])
+        run = cls(config)
         for rule, rule_state in zip(run.rules, state["rules"], strict=True):
             rule.load_state(rule_state)
         run.first_trigger = state["first_trigger"]
         run.failed = state["failed"]
         return run
+
+
+def scan_interval_us(config: RuleConfig) -> int:
+    """The configured window length, validated: a whole number of microseconds from 1 s to 1 day."""
+    raw = config.parameters.get("scan_interval_us", DEFAULT_SCAN_INTERVAL_US)
+    value = coerce_parameter(raw)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if (not isinstance(value, int) or isinstance(value, bool)
+            or not MIN_SCAN_INTERVAL_US <= value <= MAX_SCAN_INTERVAL_US):
+        raise RuleConfigError(
+            f"{config.configuration_name}: scan_interval_us={raw!r} is not usable; it must be a whole number of "
+            f"microseconds from {MIN_SCAN_INTERVAL_US:,} (1 s) to {MAX_SCAN_INTERVAL_US:,} (1 day). The default, "
+            f"{DEFAULT_SCAN_INTERVAL_US:,} (60 s), is what the managed rules use.")
+    return value
 
 
 def describe_trigger(rule: ProfilerRule) -> str:
@@ -205,15 +244,21 @@ def _event_from_state(s: list[Any]) -> TraceEvent:
 
 
 class Evaluator:
-    """Window loop over system records and framework events for one or more configured rules."""
+    """Window loop over system records and framework events for one or more configured rules.
 
-    def __init__(self, configs: Iterable[RuleConfig], *, scan_interval_us: int | None = None):
-        self.runs = [RuleRun(c) for c in configs]
-        if not self.runs:
+    ``strict`` (the CLI): a configured rule with a bad name or parameter raises ``RuleConfigError``. Not strict (the
+    Lambda, whose rules come from a job it cannot change): that configured rule reports Error with the reason, and
+    the others are evaluated.
+    """
+
+    def __init__(self, configs: Iterable[RuleConfig], *, scan_interval_us: int | None = None, strict: bool = True):
+        configs = list(configs)
+        if not configs:
             raise RuleConfigError("no rule to evaluate")
+        self.runs = [_rule_run(c, strict) for c in configs]
         if scan_interval_us is None:
-            intervals = {int(float(c.parameters.get("scan_interval_us", DEFAULT_SCAN_INTERVAL_US))) for c in configs}
-            scan_interval_us = min(intervals) if intervals else DEFAULT_SCAN_INTERVAL_US
+            intervals = [_scan_interval(run) for run in self.runs if not (run.failed and not run.rules)]
+            scan_interval_us = min(intervals, default=DEFAULT_SCAN_INTERVAL_US)
         self.scan_us = int(scan_interval_us)
         self.origin_us: int | None = None
         self.next_window = 0
@@ -223,9 +268,13 @@ class Evaluator:
         self.stats = ParseStats()
         self.late_records = 0
         self.early_records = 0
+        self.misplaced_records = 0
+        self._misplaced: dict[SystemFile, int] = {}
+        self.skipped_windows = 0
         self.newest_system_us: int | None = None
         self.newest_framework_us: int | None = None
         self.ended = False
+        self.out_of_time = False  # the last process() stopped at its deadline with windows left to evaluate
         self.timeline = Timeline()
 
     # ---- clock
@@ -246,10 +295,15 @@ class Evaluator:
 
     @property
     def latest_us(self) -> int | None:
-        """L: the newest system file time, or the newest framework file time when that is earlier."""
+        """L: the newest system file time; while the job runs, the newest framework file time when that is earlier.
+
+        The managed rules keep the minimum after the job ended too, so when framework traces stop early (profiling
+        only some steps) the system metrics after the last trace are never evaluated. Here, once the job has ended,
+        the windows run to the end of the system metrics.
+        """
         if self.newest_system_us is None:
             return None
-        if self.newest_framework_us is not None:
+        if self.newest_framework_us is not None and not self.ended:
             return min(self.newest_system_us, self.newest_framework_us)
         return self.newest_system_us
 
@@ -261,29 +315,38 @@ class Evaluator:
 
     # ---- input
     def add_system_records(self, file: SystemFile, records: list[dict[str, Any]]) -> None:
+        """Add decoded records of ``file`` (all of it or one chunk of it, in file order)."""
         if self.origin_us is None:
             raise RuntimeError("set_origin() must be called before records are added")
         origin, scan = self.origin_us, self.scan_us
-        self.facts.system_records += len(records)
         file_index = max((file.timestamp_us - origin) // scan, 0)
+        rest = records
         if file_index >= self.next_window:
             start, end = self._window_bounds(file_index)
-            window = self._window(file_index)
-            rest = window.add(records, start / 1e6, end / 1e6)
-        else:
-            rest = records
-        if not rest:
-            return
-        # The few records outside the file's own minute (or exactly on its edges): bucket them one by one.
+            before = len(records)
+            rest = self._window(file_index).add(records, start / 1e6, end / 1e6)
+            self.facts.system_records += before - len(rest)
+        if rest:
+            self._add_outside(file, file_index, rest)
+
+    def _add_outside(self, file: SystemFile, file_index: int, rest: list[dict[str, Any]]) -> None:
+        """The few records outside the file's own window (or exactly on its edges): bucketed one by one."""
+        origin, scan = self.origin_us or 0, self.scan_us
+        low, high = file.timestamp_us - MAX_RECORD_DRIFT_US, file.timestamp_us + 60_000_000 + MAX_RECORD_DRIFT_US
         buckets: dict[int, list[dict[str, Any]]] = {}
+        misplaced = 0
         for r in rest:
-            offset = r["Timestamp"] * 1e6 - origin
+            ts_us = r["Timestamp"] * 1e6
+            if not low <= ts_us <= high:
+                misplaced += 1
+                continue
+            offset = ts_us - origin
             if offset < 0:
                 self.early_records += 1
                 continue
             k = int(offset // scan)
-            targets = [k - 1, k] if k > 0 and offset == k * scan else [k]
-            for target in targets:
+            self.facts.system_records += 1
+            for target in ([k - 1, k] if k > 0 and offset == k * scan else [k]):
                 if target != file_index or file_index < self.next_window:
                     buckets.setdefault(target, []).append(r)
         for k, recs in buckets.items():
@@ -291,6 +354,18 @@ class Evaluator:
                 self.late_records += len(recs)
             else:
                 self._window(k).add(recs)
+        if misplaced:
+            self.misplaced_records += misplaced
+            self.stats.bad_lines += misplaced
+            self._misplaced[file] = self._misplaced.get(file, 0) + misplaced
+
+    def flush_problems(self) -> None:
+        """Report the misplaced records of the files read so far, one problem per file (they arrive by chunks)."""
+        for file, count in self._misplaced.items():
+            self.stats.note(f"{file.key}: skipped {count} record(s) whose Timestamp is more than "
+                            f"{MAX_RECORD_DRIFT_US // 60_000_000} minutes away from the file's minute "
+                            f"({_iso_us(file.timestamp_us)}); the managed rules never read them either")
+        self._misplaced.clear()
 
     def _window(self, k: int) -> SystemWindow:
         window = self.pending_system.get(k)
@@ -315,32 +390,84 @@ class Evaluator:
     # ---- the loop
     def process(self, *, system_through_us: float, framework_through_us: float, ended: bool,
                 deadline: float | None = None) -> int:
-        """Evaluate every window that is complete. Returns how many were evaluated."""
+        """Evaluate every window that is complete, until ``deadline`` (``time.monotonic()``). Returns how many were
+        evaluated; ``out_of_time`` says whether complete windows were left for the next run."""
+        self.out_of_time = False
         if self.origin_us is None or self.latest_us is None:
             return 0
         self.ended = self.ended or ended
+        horizon = (system_through_us, framework_through_us)
         done = 0
-        while True:
+        while self._closable(self.next_window, horizon):
             if deadline is not None and time.monotonic() > deadline:
+                self.out_of_time = True
                 break
             k = self.next_window
+            if self._jump_empty_run(k, horizon):
+                continue
             start, end = self._window_bounds(k)
-            latest = self.latest_us
-            if start >= latest:
-                break
-            if end >= latest and not self.ended:
-                break  # the managed rule waits for more data here
-            if end > system_through_us:
-                break
-            if end + FRAMEWORK_LOOKAHEAD_US > framework_through_us:
-                break
             self._evaluate_window(k, start, end)
             done += 1
         return done
 
+    def _closable(self, k: int, horizon: tuple[float, float]) -> bool:
+        """Whether window k has all its data (what the managed rule's wait_for_data waits for)."""
+        start, end = self._window_bounds(k)
+        latest = self.latest_us
+        if latest is None or start >= latest:
+            return False
+        if end >= latest and not self.ended:
+            return False  # the managed rule waits for more data here
+        return end <= horizon[0] and end + FRAMEWORK_LOOKAHEAD_US <= horizon[1]
+
+    def _jump_empty_run(self, k: int, horizon: tuple[float, float]) -> bool:
+        """Jump over a long run of windows without any data, from k to the next window with data (or to the first
+        window that is not complete yet). Short runs are evaluated window by window, as the managed rules do."""
+        if k in self.pending_system or k in self.pending_framework:
+            return False
+        ahead = [j for j in (*self.pending_system, *self.pending_framework) if j > k]
+        target = min(ahead) if ahead else self._first_open_window(k, horizon)
+        if (target - k) * self.scan_us <= MAX_EMPTY_RUN_US:
+            return False
+        self.next_window = target
+        self.skipped_windows += target - k
+        start, _ = self._window_bounds(k)
+        end, _ = self._window_bounds(target)
+        self.stats.note(f"no data from {_iso_us(start)} to {_iso_us(end)}: {target - k} empty window(s) skipped, "
+                        "not evaluated (a gap in the profiler output, or a file named with a far-off time)")
+        return True
+
+    def _first_open_window(self, k: int, horizon: tuple[float, float]) -> int:
+        """The first window from k on that cannot be closed yet (closability only ever turns false)."""
+        step = 1
+        while self._closable(k + step, horizon):
+            step *= 2
+        low, high = k + step // 2, k + step  # closable(low) (or low == k), not closable(high)
+        while high - low > 1:
+            mid = (low + high) // 2
+            low, high = (mid, high) if self._closable(mid, horizon) else (low, mid)
+        return high
+
+    def _cap_gpus(self, system: SystemWindow) -> None:
+        """At most MAX_GPUS_PER_NODE GPU series per node (the first ones seen): the pairwise LoadBalancing test is
+        quadratic in them, so a file naming thousands of "GPUs" would stall every run."""
+        for series in (system.gpu_util, system.gpu_mem):
+            for node, gpus in series.items():
+                if len(gpus) <= MAX_GPUS_PER_NODE:
+                    continue
+                known = {g for n, g in self.facts.gpus if n == node}
+                for gpu in list(gpus):
+                    if gpu not in known and len(known) >= MAX_GPUS_PER_NODE:
+                        self.stats.bad_lines += len(gpus.pop(gpu))
+                        self.stats.note(f"{node}: more than {MAX_GPUS_PER_NODE} GPU names in the system metrics; the "
+                                        "records of the GPUs after the first 64 are skipped")
+                    else:
+                        known.add(gpu)
+
     def _evaluate_window(self, k: int, start: int, end: int) -> None:
         system = self.pending_system.pop(k, None) or SystemWindow(k, start, end)
         system.finalize()
+        self._cap_gpus(system)
         framework = self.pending_framework.pop(k, [])
         framework.sort(key=lambda ev: ev.order)
         facts = self.facts
@@ -365,20 +492,46 @@ class Evaluator:
         return self.next_window
 
     def results(self, *, final: bool) -> list[RuleResult]:
-        return [run.result(self.facts, self.next_window, final) for run in self.runs]
+        self.flush_problems()
+        results = [run.result(self.facts, self.next_window, final) for run in self.runs]
+        gap = self.input_gap() if final else None
+        if gap:
+            status, details = gap
+            for result in results:
+                if result.status not in (STATUS_ERROR, STATUS_ISSUES):
+                    result.status, result.status_details = status, details
+        return results
+
+    def input_gap(self) -> tuple[str, str] | None:
+        """A final verdict the data cannot support: (status, details) that replace NoIssuesFound, or None."""
+        facts, stats = self.facts, self.stats
+        if facts.system_files and not facts.system_records:
+            return STATUS_ERROR, (
+                f"EvaluationInputError: none of the {facts.system_files} system metrics file(s) held a usable record "
+                f"({stats.bad_lines} damaged line(s), {stats.bad_files} unreadable or invalid file(s)); "
+                f"first problem: {stats.problems[0] if stats.problems else 'none recorded'}")
+        if facts.system_records and self.next_window == 0:
+            return STATUS_NO_ISSUES, (
+                f"NotApplicable: no complete {self.scan_us / 1e6:g}-second window of system metrics was evaluated "
+                "(the last, partial minute of a job is never evaluated, as in the managed rules)")
+        return None
 
     def diagnostics(self) -> dict[str, Any]:
+        self.flush_problems()
         return {
             "windows": self.next_window,
             "origin_us": self.origin_us,
             "latest_us": self.latest_us,
             "late_records": self.late_records,
             "records_before_origin": self.early_records,
+            "misplaced_records": self.misplaced_records,
+            "skipped_windows": self.skipped_windows,
             **self.stats.to_dict(),
         }
 
     # ---- persistence
     def to_state(self) -> dict[str, Any]:
+        self.flush_problems()
         return {
             "version": 1,
             "scan_us": self.scan_us,
@@ -391,6 +544,8 @@ class Evaluator:
             "stats": self.stats.to_dict(),
             "late_records": self.late_records,
             "early_records": self.early_records,
+            "misplaced_records": self.misplaced_records,
+            "skipped_windows": self.skipped_windows,
             "newest_system_us": self.newest_system_us,
             "newest_framework_us": self.newest_framework_us,
             "ended": self.ended,
@@ -400,7 +555,7 @@ class Evaluator:
     @classmethod
     def from_state(cls, state: dict[str, Any]) -> Evaluator:
         runs = [RuleRun.from_state(decode(r)) for r in state["runs"]]
-        ev = cls([r.config for r in runs], scan_interval_us=state["scan_us"])
+        ev = cls([r.config for r in runs], scan_interval_us=state["scan_us"], strict=False)
         ev.runs = runs
         ev.origin_us = state["origin_us"]
         ev.next_window = state["next_window"]
@@ -413,11 +568,34 @@ class Evaluator:
                               list(stats["problems"]))
         ev.late_records = state["late_records"]
         ev.early_records = state["early_records"]
+        ev.misplaced_records = state.get("misplaced_records", 0)
+        ev.skipped_windows = state.get("skipped_windows", 0)
         ev.newest_system_us = state["newest_system_us"]
         ev.newest_framework_us = state["newest_framework_us"]
         ev.ended = state["ended"]
         ev.timeline = Timeline.from_state(state.get("timeline"))
         return ev
+
+
+def _rule_run(config: RuleConfig, strict: bool) -> RuleRun:
+    try:
+        return RuleRun(config)
+    except RuleConfigError as exc:
+        if strict:
+            raise
+        return RuleRun.broken(config, f"RuleConfigError: {exc}")
+
+
+def _scan_interval(run: RuleRun) -> int:
+    return scan_interval_us(run.config)
+
+
+def _iso_us(us: float) -> str:
+    try:
+        return datetime.fromtimestamp(us / 1e6, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):
+        return f"{us / 1e6:.0f} s since the epoch"
+
 
 
 # ---------------------------------------------------------------------------------------------------------------------
@@ -441,7 +619,10 @@ class Cursor:
     def from_state(cls, state: dict[str, Any] | None) -> Cursor:
         if not state:
             return cls()
-        return cls(state.get("start_after"), set(state.get("seen", [])))
+        start_after, seen = state.get("start_after"), state.get("seen", [])
+        if not (start_after is None or isinstance(start_after, str)) or not all(isinstance(k, str) for k in seen):
+            raise TypeError(f"a cursor holds keys (strings), not {start_after!r} and {seen!r:.80}")
+        return cls(start_after, set(seen))
 
     def advance(self, consumed: list[tuple[int, str]], trailing_us: int = 300_000_000) -> None:
         """``consumed``: (timestamp, key) pairs read in this run, in order."""
@@ -464,27 +645,71 @@ class Listing:
     system: list[SystemFile]
     framework: list[FrameworkFile]
     ended: bool
+    sizes: dict[str, int] = field(default_factory=dict)
+    ignored: list[str] = field(default_factory=list)  # keys named with a time in the future: never read
+    problems: list[str] = field(default_factory=list)  # what the store could not list (unreadable folders)
 
 
-def list_new_files(store: Store, system_cursor: Cursor, framework_cursor: Cursor) -> Listing:
-    system = []
+FUTURE_TOLERANCE_US = 86_400_000_000  # a file named more than a day after now is a stray, not profiler output
+# A minute of a 192-vCPU node sampled every 100 ms is about 30 MB and framework files rotate at 10 MB; a file many
+# times larger would only exhaust the memory of the Lambda.
+MAX_FILE_BYTES = 256 << 20
+# A framework file named more than this before the first system file does not move T0 (a stray, not the job's start).
+MAX_ORIGIN_LEAD_US = 86_400_000_000
+
+
+def list_new_files(store: Store, system_cursor: Cursor, framework_cursor: Cursor, *,
+                   now_us: float | None = None) -> Listing:
+    """The files not consumed yet, in time order. Files named with a time more than a day in the future are listed
+    as ``ignored``: read, one would hold the job's clock (its last window) in the future forever."""
+    limit = (time.time() * 1e6 if now_us is None else now_us) + FUTURE_TOLERANCE_US
+    listing = Listing([], [], False)
     for obj in store.list("system/", system_cursor.start_after):
         parsed = parse_system_key(obj.key)
         if parsed and obj.key not in system_cursor.seen:
-            system.append(parsed)
-    framework = []
+            _admit(listing, listing.system, parsed, obj.size, limit)
     for obj in store.list("framework/pevents/", framework_cursor.start_after):
         parsed_fw = parse_framework_key(obj.key)
         if parsed_fw and obj.key not in framework_cursor.seen:
-            framework.append(parsed_fw)
-    system.sort()
-    framework.sort()
-    ended = any(store.exists(marker) for marker in END_MARKERS)
-    return Listing(system, framework, ended)
+            _admit(listing, listing.framework, parsed_fw, obj.size, limit)
+    listing.system.sort()
+    listing.framework.sort()
+    listing.ended = any(store.exists(marker) for marker in END_MARKERS)
+    listing.problems += store_problems(store)
+    return listing
 
 
-def _prefetch(store: Store, keys: list[str], workers: int) -> Iterator[tuple[str, bytes | Exception]]:
-    """Read keys in order with a few reads in flight (S3 latency dominates small files)."""
+def _admit(listing: Listing, files: list[Any], parsed: SystemFile | FrameworkFile, size: int, limit: float) -> None:
+    problem = None
+    if parsed.timestamp_us > limit:
+        problem = f"named with a time in the future ({_iso_us(parsed.timestamp_us)})"
+    elif size > MAX_FILE_BYTES:
+        problem = f"{size / 1e6:,.0f} MB, more than any profiler file ({MAX_FILE_BYTES >> 20} MB at most)"
+    if problem:
+        listing.ignored.append(parsed.key)
+        listing.problems.append(f"{parsed.key}: {problem}; not read")
+        return
+    files.append(parsed)
+    listing.sizes[parsed.key] = size
+
+
+def store_problems(store: Store) -> list[str]:
+    """What the store could not list since it was last asked (a folder it cannot read), emptied on reading."""
+    problems = getattr(store, "problems", None)
+    if not problems:
+        return []
+    taken = list(problems)
+    problems.clear()
+    return taken
+
+
+PREFETCH_BUDGET_BYTES = 48 << 20  # bytes read ahead at most (a 96-core, 100 ms minute file is about 15 MB)
+
+
+def _prefetch(store: Store, keys: list[str], workers: int, sizes: dict[str, int] | None = None,
+              budget: int = PREFETCH_BUDGET_BYTES) -> Iterator[tuple[str, bytes | Exception]]:
+    """Read keys in order with a few reads in flight (S3 latency dominates small files), never more than ``budget``
+    bytes ahead of the file being evaluated."""
     if workers <= 1:
         for key in keys:
             try:
@@ -492,124 +717,164 @@ def _prefetch(store: Store, keys: list[str], workers: int) -> Iterator[tuple[str
             except Exception as exc:  # reported per file, never fatal
                 yield key, exc
         return
+    sizes = sizes or {}
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        inflight: list[tuple[str, Future[bytes]]] = []
-        it = iter(keys)
-        for key in it:
-            inflight.append((key, pool.submit(store.read, key)))
-            if len(inflight) >= workers * 2:
-                break
-        while inflight:
-            key, fut = inflight.pop(0)
+        inflight: deque[tuple[str, Future[bytes]]] = deque()
+        pending = deque(keys)
+        ahead = 0
+        while pending or inflight:
+            while pending and (not inflight or (len(inflight) < workers * 2
+                                                and ahead + sizes.get(pending[0], 0) <= budget)):
+                key = pending.popleft()
+                ahead += sizes.get(key, 0)
+                inflight.append((key, pool.submit(store.read, key)))
+            key, fut = inflight.popleft()
+            ahead -= sizes.get(key, 0)
             try:
-                yield key, fut.result()
+                data: bytes | Exception = fut.result()
             except Exception as exc:
-                yield key, exc
-            nxt = next(it, None)
-            if nxt is not None:
-                inflight.append((nxt, pool.submit(store.read, nxt)))
+                data = exc
+            yield key, data
+            del data
 
 
 @dataclass
 class RunOutcome:
-    complete: bool  # every listed file was consumed
+    complete: bool  # every listed file was consumed and every complete window evaluated
     windows: int
     system_consumed: list[tuple[int, str]]
     framework_consumed: list[tuple[int, str]]
+    ignored: list[str] = field(default_factory=list)
 
 
 #: ``progress(files done, files listed, counters so far)``: the counters give bytes and records read for a progress bar.
 ProgressCallback = Callable[[int, int, ParseStats], None]
 
 
+class _Horizons:
+    """How far each stream has been read: windows may close up to there."""
+
+    def __init__(self, evaluator: Evaluator, system: list[SystemFile], framework: list[FrameworkFile], ended: bool):
+        self.evaluator = evaluator
+        self.system = [f.timestamp_us for f in system]
+        self.framework = [f.timestamp_us for f in framework]
+        self.sys_pos = self.fw_pos = 0
+        self.ended = ended
+        self.no_framework_ever = evaluator.newest_framework_us is None
+
+    def __call__(self) -> tuple[float, float]:
+        evaluator = self.evaluator
+        if self.sys_pos < len(self.system):
+            sys_through: float = self.system[self.sys_pos] - 1
+        else:
+            sys_through = math.inf if self.ended else (evaluator.newest_system_us or 0)
+        if self.fw_pos < len(self.framework):
+            fw_through: float = self.framework[self.fw_pos] - 1
+        elif self.ended or self.no_framework_ever:
+            fw_through = math.inf
+        else:
+            fw_through = evaluator.newest_framework_us or 0
+        return sys_through, fw_through
+
+
+def _read_into(evaluator: Evaluator, item: SystemFile | FrameworkFile, key: str, data: bytes | Exception) -> None:
+    stats = evaluator.stats
+    if isinstance(data, Exception):
+        stats.bad_files += 1
+        stats.note(f"{key}: could not be read ({type(data).__name__}: {data})")
+        if isinstance(item, SystemFile):
+            evaluator.facts.system_files += 1
+    elif isinstance(item, SystemFile):
+        evaluator.facts.system_files += 1
+        for chunk in iter_system_records(data, key, stats):
+            evaluator.add_system_records(item, chunk)
+        evaluator.flush_problems()
+    else:
+        evaluator.add_framework_events(item, parse_trace(data, item, stats))
+
+
+def _framework_origin(evaluator: Evaluator, first: SystemFile, framework: list[FrameworkFile]) -> int | None:
+    """The first framework file's time, which moves T0 when it is earlier than the first system file, unless it is
+    named implausibly long before it (then it is reported and T0 stays the first system file)."""
+    if not framework:
+        return None
+    if framework[0].timestamp_us < first.timestamp_us - MAX_ORIGIN_LEAD_US:
+        evaluator.stats.note(f"{framework[0].key}: named {_iso_us(framework[0].timestamp_us)}, more than a day before "
+                             f"the first system metrics file ({first.key}); not used as the job's start (T0)")
+        return None
+    return framework[0].timestamp_us
+
+
 def feed(evaluator: Evaluator, store: Store, listing: Listing, *, final: bool, deadline: float | None = None,
          progress: ProgressCallback | None = None, read_workers: int = 4) -> RunOutcome:
     """Read the listed files in time order into ``evaluator`` and evaluate every window that becomes complete.
 
-    ``final`` says no more files will ever come (a post-hoc run, or training has ended).
+    ``final`` says no more files will ever come (a post-hoc run, or training has ended). ``deadline``
+    (``time.monotonic()``) stops reading and evaluating; the outcome is then not complete.
     """
+    for problem in listing.problems:
+        evaluator.stats.bad_files += 1
+        evaluator.stats.note(problem)
     system, framework = listing.system, listing.framework
     evaluator.note_listing(system[-1].timestamp_us if system else None,
                            framework[-1].timestamp_us if framework else None)
     ended = final or listing.ended
     if evaluator.origin_us is None:
         if not system:
-            return RunOutcome(True, 0, [], [])
-        evaluator.set_origin(system[0].timestamp_us, framework[0].timestamp_us if framework else None)
-    latest = evaluator.latest_us
-    # Files past L are never analysed (L's own file is the partial last minute), so they are not even read.
-    if latest is not None and ended:
-        system = [f for f in system if f.timestamp_us <= latest]
+            return RunOutcome(True, 0, [], [], list(listing.ignored))
+        evaluator.set_origin(system[0].timestamp_us, _framework_origin(evaluator, system[0], framework))
     # Interleave: framework files are read up to four minutes ahead of the system clock.
     order: list[tuple[int, int, Any]] = [(f.timestamp_us, 1, f) for f in system]
     order += [(f.timestamp_us - FRAMEWORK_LOOKAHEAD_US - 60_000_000, 0, f) for f in framework]
     order.sort(key=lambda item: (item[0], item[1], item[2].key))
-    total = len(order)
-    remaining_system = [f.timestamp_us for f in system]
-    remaining_framework = [f.timestamp_us for f in framework]
-    sys_pos = fw_pos = 0
-    no_framework_ever = evaluator.newest_framework_us is None
-
-    def horizons() -> tuple[float, float]:
-        if sys_pos < len(remaining_system):
-            sys_through: float = remaining_system[sys_pos] - 1
-        else:
-            sys_through = math.inf if ended else (evaluator.newest_system_us or 0)
-        if fw_pos < len(remaining_framework):
-            fw_through: float = remaining_framework[fw_pos] - 1
-        elif ended or no_framework_ever:
-            fw_through = math.inf
-        else:
-            fw_through = evaluator.newest_framework_us or 0
-        return sys_through, fw_through
-
-    consumed_sys: list[tuple[int, str]] = []
-    consumed_fw: list[tuple[int, str]] = []
-    windows = 0
-    stats = evaluator.stats
-    complete = True
-    for done, (key, data) in enumerate(_prefetch(store, [item[2].key for item in order], read_workers)):
+    horizons = _Horizons(evaluator, system, framework, ended)
+    outcome = RunOutcome(True, 0, [], [], list(listing.ignored))
+    keys = [item[2].key for item in order]
+    for done, (key, data) in enumerate(_prefetch(store, keys, read_workers, listing.sizes)):
         item = order[done][2]
-        if isinstance(data, Exception):
-            stats.bad_files += 1
-            stats.note(f"{key}: could not be read ({type(data).__name__}: {data})")
-        elif isinstance(item, SystemFile):
-            evaluator.add_system_records(item, parse_system_lines(data, key, stats))
-        else:
-            evaluator.add_framework_events(item, parse_trace(data, item, stats))
+        _read_into(evaluator, item, key, data)
+        del data
         if isinstance(item, SystemFile):
-            sys_pos += 1
-            consumed_sys.append((item.timestamp_us, item.key))
+            horizons.sys_pos += 1
+            outcome.system_consumed.append((item.timestamp_us, item.key))
         else:
-            fw_pos += 1
-            consumed_fw.append((item.timestamp_us, item.key))
+            horizons.fw_pos += 1
+            outcome.framework_consumed.append((item.timestamp_us, item.key))
         sys_through, fw_through = horizons()
-        windows += evaluator.process(system_through_us=sys_through, framework_through_us=fw_through, ended=False)
+        outcome.windows += evaluator.process(system_through_us=sys_through, framework_through_us=fw_through,
+                                             ended=False, deadline=deadline)
         if progress:
-            progress(done + 1, total, stats)
-        if deadline is not None and time.monotonic() > deadline and done + 1 < total:
-            complete = False
+            progress(done + 1, len(order), evaluator.stats)
+        if deadline is not None and time.monotonic() > deadline and done + 1 < len(order):
+            outcome.complete = False
             break
     sys_through, fw_through = horizons()
-    windows += evaluator.process(system_through_us=sys_through, framework_through_us=fw_through,
-                                 ended=ended and complete, deadline=deadline)
-    return RunOutcome(complete, windows, consumed_sys, consumed_fw)
+    outcome.windows += evaluator.process(system_through_us=sys_through, framework_through_us=fw_through,
+                                         ended=ended and outcome.complete, deadline=deadline)
+    outcome.complete = outcome.complete and not evaluator.out_of_time
+    return outcome
 
 
 def evaluate_store(store: Store, configs: Iterable[RuleConfig], *, progress: ProgressCallback | None = None,
                    read_workers: int = 4) -> Evaluator:
-    """Evaluate a finished (or still running) job's profiler output in one pass, as the CLI does."""
+    """Evaluate a finished (or still running) job's profiler output in one pass, as the CLI does.
+
+    Raises ``EvaluationInputError`` when there is nothing to evaluate: no profiler output, or system metrics files
+    none of which holds a usable record.
+    """
     evaluator = Evaluator(list(configs))
     listing = list_new_files(store, Cursor(), Cursor())
+    unreadable = "".join(f"; {p}" for p in listing.problems[:3])
     if not listing.system:
         if listing.framework:
             raise EvaluationInputError(
                 f"{store.describe()}: framework traces but no system metrics (system/incremental/...); the rules "
-                "measure time from the first system metrics file, so there is nothing to evaluate"
+                f"measure time from the first system metrics file, so there is nothing to evaluate{unreadable}"
             )
         raise EvaluationInputError(
             f"{store.describe()}: no profiler output found (expected system/incremental/<hour>/<epoch>.algo-<n>.json "
-            "files). Pass the profiler-output/ folder of a training job, or check that the profiler was enabled."
+            "files). Pass the profiler-output/ folder of a training job, or check that the profiler was enabled"
+            f"{unreadable}."
         )
     feed(evaluator, store, listing, final=True, progress=progress, read_workers=read_workers)
     stats = evaluator.stats
@@ -618,4 +883,7 @@ def evaluate_store(store: Store, configs: Iterable[RuleConfig], *, progress: Pro
             f"{store.describe()}: none of the {stats.bad_files} profiler files could be read; the first failure: "
             f"{stats.problems[0] if stats.problems else 'unknown'}"
         )
+    gap = evaluator.input_gap()
+    if gap and gap[0] == STATUS_ERROR:
+        raise EvaluationInputError(f"{store.describe()}: {gap[1].removeprefix('EvaluationInputError: ')}")
     return evaluator

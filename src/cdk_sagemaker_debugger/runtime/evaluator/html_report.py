@@ -211,6 +211,19 @@ def render(results: list[RuleResult], timeline: Timeline, diagnostics: dict[str,
     else:
         out.append('<p class="empty">No CPU metrics.</p>')
 
+    out += _steps_section(timeline)
+
+    out.append("<h2>System usage percentiles</h2>")
+    out.append(_usage_chart(results))
+    out.append(_usage_table(results))
+
+    out += _data_read(diagnostics)
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def _steps_section(timeline: Timeline) -> list[str]:
+    out: list[str] = []
     out.append("<h2>Step durations</h2>")
     steps = timeline.steps
     if steps:
@@ -236,18 +249,18 @@ def render(results: list[RuleResult], timeline: Timeline, diagnostics: dict[str,
             out.append("</table>")
     else:
         out.append('<p class="empty">No step events: framework profiling was off or unsupported.</p>')
+    return out
 
-    out.append("<h2>System usage percentiles</h2>")
-    out.append(_usage_chart(results))
-    out.append(_usage_table(results))
 
+def _data_read(diagnostics: dict[str, Any]) -> list[str]:
+    out: list[str] = []
     out.append("<h2>Data read</h2>")
     out.append('<table class="diagnostics">')
-    for key in ("files", "records", "bytes", "bad_lines", "bad_files", "late_records", "records_before_origin"):
+    for key in ("files", "records", "bytes", "bad_lines", "bad_files", "late_records", "records_before_origin",
+                "misplaced_records", "skipped_windows"):
         out.append(f'<tr><th>{_esc(key.replace("_", " "))}</th><td class="num">{_esc(diagnostics.get(key, 0))}</td></tr>')
     out.append("</table>")
     problems = diagnostics.get("problems") or []
     if problems:
         out.append("<ul>" + "".join(f"<li>{_esc(p)}</li>" for p in problems) + "</ul>")
-    out.append("</body></html>")
-    return "\n".join(out)
+    return out

@@ -32,7 +32,7 @@ from .html_report import render
 from .publish import continuation_event, emf_lines, emit_emf, put_events, status_change_event
 from .report import HTML_NAME, SUMMARY_NAME, report_files, summary
 from .rules import MaxInitializationTime
-from .state import STATE_FILE, ConcurrentUpdateError, S3StateStore
+from .state import STATE_FILE, ConcurrentUpdateError, DamagedStateError, S3StateStore
 from .storage import S3Store, job_profiler_store, split_s3_uri
 
 LOG = logging.getLogger(__name__)
@@ -89,7 +89,8 @@ class Clients:
         if name not in self._clients:
             import boto3
 
-            service = {"sagemaker": "sagemaker", "s3": "s3", "events": "events", "cloudwatch": "cloudwatch"}[name]
+            service = {"sagemaker": "sagemaker", "s3": "s3", "events": "events", "cloudwatch": "cloudwatch",
+                       "ec2": "ec2"}[name]
             self._clients[name] = boto3.client(service)
         return self._clients[name]
 
@@ -176,6 +177,10 @@ class JobRun:
     final: bool = False
     complete: bool = True
     windows: int = 0
+    restored: bool = False  # continues a committed state (rather than starting afresh)
+    results: list[RuleResult] = field(default_factory=list)
+    snapshot: dict[str, Any] = field(default_factory=dict)  # the evaluator's state to commit
+    reports: list[tuple[str, bytes, str]] | None = None  # rendered when due: written after the commit
 
 
 def run_profiler(run: JobRun, store: S3Store, terminal: bool, deadline: float, settings: Settings) -> None:
@@ -187,6 +192,9 @@ def run_profiler(run: JobRun, store: S3Store, terminal: bool, deadline: float, s
     outcome = feed(run.evaluator, store, listing, final=ended, deadline=deadline, read_workers=settings.read_workers)
     sys_cursor.advance(outcome.system_consumed)
     fw_cursor.advance(outcome.framework_consumed)
+    # files named in the future are reported once and never read; they must not move the cursors' time
+    sys_cursor.seen.update(k for k in outcome.ignored if k.startswith("system/"))
+    fw_cursor.seen.update(k for k in outcome.ignored if not k.startswith("system/"))
     state["system_cursor"] = sys_cursor.to_state()
     state["framework_cursor"] = fw_cursor.to_state()
     run.windows = outcome.windows
@@ -195,14 +203,17 @@ def run_profiler(run: JobRun, store: S3Store, terminal: bool, deadline: float, s
     run.final = ended and outcome.complete and (run.evaluator.origin_us is not None or terminal)
 
 
-def run_cloudwatch(run: JobRun, description: dict[str, Any], clients: Clients, terminal: bool, now: float) -> None:
+def run_cloudwatch(run: JobRun, description: dict[str, Any], clients: Clients, terminal: bool, now: float,
+                   deadline: float | None = None) -> None:
     state = run.state
     evaluator = run.evaluator
     resources = description.get("ResourceConfig") or {}
     groups = resources.get("InstanceGroups") or []
     count = int(resources.get("InstanceCount") or sum(int(g.get("InstanceCount", 0)) for g in groups) or 1)
     instance_type = resources.get("InstanceType") or (groups[0].get("InstanceType") if groups else None)
-    plans = cloudwatch.hosts_for(description["TrainingJobName"], count, instance_type)
+    known = cloudwatch.instance_devices(instance_type)[0] is not None
+    plans = cloudwatch.hosts_for(description["TrainingJobName"], count, instance_type,
+                                 ec2=None if known else clients.ec2)
     started = _epoch(description.get("TrainingStartTime")) or _epoch(description.get("CreationTime")) or now
     origin_minute = int(started // 60 * 60)
     through = int(state.get("cloudwatch_through", origin_minute - 60))
@@ -213,7 +224,10 @@ def run_cloudwatch(run: JobRun, description: dict[str, Any], clients: Clients, t
         evaluator.set_origin(origin_minute * 1_000_000)
     if last_minute > through:
         data = cloudwatch.fetch(clients.cloudwatch, plans, through + 60, last_minute + 60)
-        files = cloudwatch.minute_files(description["TrainingJobName"], plans, data)
+        notes: list[str] = []
+        files = cloudwatch.minute_files(description["TrainingJobName"], plans, data, notes)
+        for note in notes:
+            evaluator.stats.note(note)
         for file, records in files:
             evaluator.add_system_records(file, records)
             evaluator.stats.files += 1
@@ -222,16 +236,20 @@ def run_cloudwatch(run: JobRun, description: dict[str, Any], clients: Clients, t
             evaluator.note_listing(max(f.timestamp_us for f, _ in files), None)
         state["cloudwatch_through"] = last_minute
     ended = terminal and (ended_at is None or last_minute >= int(ended_at // 60 * 60))
-    run.windows = evaluator.process(system_through_us=math.inf, framework_through_us=math.inf, ended=ended)
+    run.windows = evaluator.process(system_through_us=math.inf, framework_through_us=math.inf, ended=ended,
+                                    deadline=deadline)
     for rule_run in evaluator.runs:
         for rule in rule_run.rules:
             if isinstance(rule, MaxInitializationTime):
                 rule.apply_status_transitions(description.get("SecondaryStatusTransitions") or [], now)
-    run.final = ended
+    run.complete = not evaluator.out_of_time
+    run.final = ended and run.complete
 
 
 def new_evaluator(configs: list[RuleConfig], source: str) -> Evaluator:
-    evaluator = Evaluator(configs)
+    """A configured rule with a bad name or parameter reports Error with the reason (the job cannot be changed, and
+    failing every run would only fill the dead-letter queue); the other rules are evaluated."""
+    evaluator = Evaluator(configs, strict=False)
     if source == "CLOUDWATCH":
         for rule_run in evaluator.runs:
             for rule in rule_run.rules:
@@ -239,55 +257,173 @@ def new_evaluator(configs: list[RuleConfig], source: str) -> Evaluator:
     return evaluator
 
 
-def write_reports(s3: Any, bucket: str, base: str, results: list[RuleResult], evaluator: Evaluator, job: str,
-                  source_label: str) -> None:
+def render_reports(base: str, results: list[RuleResult], evaluator: Evaluator, job: str, source_label: str
+                   ) -> list[tuple[str, bytes, str]]:
+    """(key, body, content type) of every report object: rendered before the commit, written after it."""
     diagnostics = evaluator.diagnostics()
+    reports = []
     for result in results:
         folder = f"{base}/{result.configuration_name}/{REPORT_FOLDER}"
         for relative, text in report_files([result]).items():
-            s3.put_object(Bucket=bucket, Key=f"{folder}/{relative}", Body=text.encode(), ContentType="application/json")
-        s3.put_object(Bucket=bucket, Key=f"{folder}/{SUMMARY_NAME}",
-                      Body=json.dumps(summary([result], diagnostics), indent=2).encode(), ContentType="application/json")
+            reports.append((f"{folder}/{relative}", text.encode(), "application/json"))
+        reports.append((f"{folder}/{SUMMARY_NAME}", json.dumps(summary([result], diagnostics), indent=2).encode(),
+                        "application/json"))
         html = render([result], evaluator.timeline, diagnostics, title=f"{result.configuration_name} for {job}",
                       source=source_label)
-        s3.put_object(Bucket=bucket, Key=f"{folder}/{HTML_NAME}", Body=html.encode(), ContentType="text/html")
+        reports.append((f"{folder}/{HTML_NAME}", html.encode(), "text/html"))
+    return reports
+
+
+def write_reports(s3: Any, bucket: str, reports: list[tuple[str, bytes, str]]) -> None:
+    for key, body, content_type in reports:
+        s3.put_object(Bucket=bucket, Key=key, Body=body, ContentType=content_type)
+
+
+@dataclass
+class StoredState:
+    """The job's committed state as this run found it (None: no run has committed yet, or it was damaged)."""
+
+    store: S3StateStore
+    state: dict[str, Any] | None
+    etag: str | None
+    problem: str | None = None  # a damaged state that was set aside
+
+    def set_aside(self, job: str, damaged: DamagedStateError) -> None:
+        """Log the damaged object's exact key, copy it aside and start over: the next commit replaces it (If-Match
+        on its ETag), so one damaged object never fails every run forever."""
+        kept = self.store.quarantine(damaged)
+        LOG.error("%s: %s; %s; evaluating the job again from the start", job, damaged,
+                  f"copied to {kept}" if kept else "copying it aside failed, so the next commit replaces it")
+        self.problem = (f"{damaged}; {f'kept as {kept}' if kept else 'it could not be copied aside'}; the job was "
+                        "evaluated again from the start (status events may repeat)")
+        self.state = None
+        self.etag = damaged.etag
+
+    def restore(self, job: str) -> Evaluator | None:
+        """The committed evaluator, or None (no state, or a damaged one, which is then set aside)."""
+        if self.state is None:
+            return None
+        try:
+            return restore(self.state, self.store.location, self.etag)
+        except DamagedStateError as damaged:
+            self.set_aside(job, damaged)
+            return None
+
+
+def open_state(job: str, clients: Clients, bucket: str, base: str) -> StoredState:
+    """Load the job's state object; an unreadable one (not gzip, not JSON) is set aside."""
+    stored = StoredState(S3StateStore(clients.s3, bucket, f"{base}/{STATE_FILE}"), None, None)
+    try:
+        stored.state, stored.etag = stored.store.load()
+    except DamagedStateError as damaged:
+        stored.set_aside(job, damaged)
+    return stored
+
+
+def restore(state: dict[str, Any], location: str, etag: str | None) -> Evaluator:
+    """The evaluator of a committed state, checking every part this module reads; DamagedStateError if unusable."""
+    try:
+        if state.get("source") not in SOURCES[1:]:
+            raise ValueError(f"source {state.get('source')!r} is not one of {', '.join(SOURCES[1:])}")
+        for name, kind in (("published", dict), ("outbox", list)):
+            if not isinstance(state.get(name, kind()), kind):
+                raise TypeError(f"{name} is not a JSON {kind.__name__}")
+        Cursor.from_state(state.get("system_cursor"))
+        Cursor.from_state(state.get("framework_cursor"))
+        int(state.get("cloudwatch_through", 0))
+        return Evaluator.from_state(state["evaluator"])
+    except Exception as exc:  # any way of not being our state is damage, reported with the key
+        raise DamagedStateError(location, f"{type(exc).__name__}: {exc}", etag) from exc
+
+
+class ConfigurationError(RuntimeError):
+    """The job cannot be evaluated the way the evaluator is configured (not a damaged state)."""
+
+
+# What evaluating from a state that passed restore() raises when its contents are damaged deep inside.
+STATE_SHAPE_ERRORS = (TypeError, KeyError, ValueError, AttributeError, IndexError, ZeroDivisionError, OverflowError)
+
+
+@dataclass
+class JobContext:
+    job: str
+    description: dict[str, Any]
+    terminal: bool
+    store: S3Store | None
+    now: float
+    deadline: float
 
 
 def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float, now: float | None = None
                  ) -> dict[str, Any]:
     now = time.time() if now is None else now
     description = clients.sagemaker.describe_training_job(TrainingJobName=job)
-    terminal = description.get("TrainingJobStatus") in TERMINAL
     bucket, prefix = split_s3_uri(description["OutputDataConfig"]["S3OutputPath"])
     base = f"{prefix.strip('/')}/{job}/rule-output".lstrip("/")
-    state_store = S3StateStore(clients.s3, bucket, f"{base}/{STATE_FILE}")
-    state, etag = state_store.load()
+    stored = open_state(job, clients, bucket, base)
+    state = stored.state
     pending = bool(state and (state.get("outbox") or state.get("reports_due")))
     if state and state.get("final") and not pending:
         return {"job": job, "result": "already final"}
-    store = profiler_store(description, clients.s3, settings.profiler_s3_uri)
-    if state:
-        source = state["source"]
-        evaluator = Evaluator.from_state(state["evaluator"])
-    else:
-        source = choose_source(settings, description, store, now)
-        if source is None:
+    ctx = JobContext(job, description, description.get("TrainingJobStatus") in TERMINAL,
+                     profiler_store(description, clients.s3, settings.profiler_s3_uri), now,
+                     deadline)
+    while True:
+        run = start_run(ctx, stored, settings)
+        if run is None:
             return {"job": job, "result": "waiting for profiler output"}
-        evaluator = new_evaluator(configs_for(description, settings), source)
-        state = {"version": 1, "job": job, "source": source, "published": {}}
-    run = JobRun(job, evaluator, state)
-    if state.get("final"):
-        run.final = True  # only the side effects of the last committed run are left to do
-    elif source == "PROFILER":
-        if store is None:
-            raise ValueError(f"{job}: SOURCE=PROFILER but neither the job's ProfilerConfig.S3OutputPath nor the "
-                             "evaluator's PROFILER_S3_URI says where its profiler files are")
-        run_profiler(run, store, terminal, deadline, settings)
-    else:
-        run_cloudwatch(run, description, clients, terminal, now)
-    source_label = store.describe() if source == "PROFILER" and store is not None else cloudwatch.source_label(job)
+        try:
+            advance(run, ctx, settings, clients)
+            if run.windows or run.final or not run.restored or run.state.get("reports_due"):
+                source_label = (ctx.store.describe() if run.state["source"] == "PROFILER" and ctx.store is not None
+                                else cloudwatch.source_label(job))
+                run.reports = render_reports(base, run.results, run.evaluator, job, source_label)
+            break
+        except STATE_SHAPE_ERRORS as exc:
+            if not run.restored:
+                raise  # a fresh evaluation failed: a bug to see, not a state to set aside
+            LOG.exception("%s: evaluating from the committed state failed", job)
+            stored.set_aside(job, DamagedStateError(stored.store.location, f"evaluating from it raised "
+                                                    f"{type(exc).__name__}: {exc}", stored.etag))
+    return commit_and_deliver(run, stored, description, settings, clients, bucket)
 
-    results = evaluator.results(final=run.final)
+
+def start_run(ctx: JobContext, stored: StoredState, settings: Settings) -> JobRun | None:
+    """The run continues the committed state, or starts afresh (None while AUTO still waits for profiler output)."""
+    evaluator = stored.restore(ctx.job)
+    if stored.state is not None and evaluator is not None:
+        run = JobRun(ctx.job, evaluator, stored.state, restored=True)
+        run.final = bool(stored.state.get("final"))  # then only the last committed run's side effects are left
+        return run
+    source = choose_source(settings, ctx.description, ctx.store, ctx.now)
+    if source is None:
+        return None
+    evaluator = new_evaluator(configs_for(ctx.description, settings), source)
+    if stored.problem:
+        evaluator.stats.note(stored.problem)
+    return JobRun(ctx.job, evaluator, {"version": 1, "job": ctx.job, "source": source, "published": {}})
+
+
+def advance(run: JobRun, ctx: JobContext, settings: Settings, clients: Clients) -> None:
+    """Read what is new, evaluate the windows that became complete, and take the results and the state to commit
+    (all of which read the restored state, so all of it is where damage inside it shows)."""
+    if not run.final:
+        if run.state["source"] == "PROFILER":
+            if ctx.store is None:
+                raise ConfigurationError(f"{ctx.job}: SOURCE=PROFILER but neither the job's ProfilerConfig.S3OutputPath "
+                                         "nor the evaluator's PROFILER_S3_URI says where its profiler files are")
+            run_profiler(run, ctx.store, ctx.terminal, ctx.deadline, settings)
+        else:
+            run_cloudwatch(run, ctx.description, clients, ctx.terminal, ctx.now, ctx.deadline)
+    run.results = run.evaluator.results(final=run.final)
+    run.snapshot = run.evaluator.to_state()
+
+
+def commit_and_deliver(run: JobRun, stored: StoredState, description: dict[str, Any], settings: Settings,
+                       clients: Clients, bucket: str) -> dict[str, Any]:
+    """Commit the state with the events and reports it owes (an outbox), then deliver them and clear the outbox."""
+    job, evaluator, state, etag = run.job, run.evaluator, run.state, stored.etag
+    results = run.results
     # Deterministic time of the data the statuses rest on, so a retried run repeats the same event.
     data_time = (evaluator.origin_us or 0) / 1e6 + evaluator.windows_evaluated * evaluator.scan_us / 1e6
     published: dict[str, str] = state.setdefault("published", {})
@@ -300,22 +436,22 @@ def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float
     # to a concurrent one therefore leaves no side effect behind, and a crash after the commit is made good by the next
     # run (events at least once, identical when repeated).
     outbox: list[dict[str, Any]] = [*state.get("outbox", []), *changed]
-    reports_due = bool(run.windows or run.final or etag is None or state.get("reports_due"))
-    state.update(evaluator=evaluator.to_state(), final=run.final, outbox=outbox, reports_due=reports_due)
+    reports_due = run.reports is not None
+    state.update(evaluator=run.snapshot, final=run.final, outbox=outbox, reports_due=reports_due)
     try:
-        etag = state_store.save(state, etag)
+        etag = stored.store.save(state, etag)
     except ConcurrentUpdateError as exc:
         LOG.warning("%s: %s; the other run's state stands", job, exc)
         return {"job": job, "result": "conflict"}
     if reports_due:
-        write_reports(clients.s3, bucket, base, results, evaluator, job, source_label)
+        write_reports(clients.s3, bucket, run.reports or [])
         emit_emf(emf_lines(job, results, settings.namespace))
     if outbox:
         put_events(clients.events, [status_change_event(job, description["TrainingJobArn"], outbox, settings.event_bus)])
     if outbox or reports_due:
         state.update(outbox=[], reports_due=False)
         try:
-            state_store.save(state, etag)
+            stored.store.save(state, etag)
         except ConcurrentUpdateError as exc:  # a newer run took over; it delivers what it still finds owed
             LOG.warning("%s: %s after delivering; the newer run's state stands", job, exc)
     if not run.complete:
@@ -324,8 +460,11 @@ def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float
             "statuses": {r.configuration_name: r.status for r in results}, "published": len(outbox)}
 
 
-def handler(event: dict[str, Any], context: Any, *, clients: Clients | None = None,
+def handler(event: Any, context: Any, *, clients: Clients | None = None,
             settings: Settings | None = None) -> dict[str, Any]:
+    if not isinstance(event, dict):  # EventBridge always sends an object; anything else is not ours to act on
+        LOG.warning("ignoring an event that is not a JSON object: %.200r", event)
+        return {"jobs": [], "ignored": f"the event is a {type(event).__name__}, not an object"}
     settings = settings or Settings.from_env()
     clients = clients or Clients()
     remaining = context.get_remaining_time_in_millis() / 1000 if context is not None else 900.0

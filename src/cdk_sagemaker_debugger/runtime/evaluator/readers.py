@@ -7,7 +7,9 @@ cost a whole job's verdict.
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -77,7 +79,7 @@ class ParseStats:
     problems: list[str] = field(default_factory=list)
 
     def note(self, message: str) -> None:
-        if len(self.problems) < 50:
+        if len(self.problems) < 50 and message not in self.problems:
             self.problems.append(message)
 
     def merge(self, other: ParseStats) -> None:
@@ -100,51 +102,161 @@ class ParseStats:
         }
 
 
-def _valid_system_record(r: Any) -> bool:
-    return (
-        isinstance(r, dict)
-        and isinstance(r.get("Dimension"), str)
-        and isinstance(r.get("Timestamp"), (int, float))
-        and isinstance(r.get("Value"), (int, float))
-        and not isinstance(r.get("Value"), bool)
-    )
+class NonFiniteNumber(ValueError):
+    """``NaN``, ``Infinity`` or ``-Infinity`` in a profiler file: not JSON, and poison for every statistic."""
+
+
+def _reject_constant(name: str) -> Any:
+    raise NonFiniteNumber(name)
+
+
+def loads_finite(text: bytes | str) -> Any:
+    """``json.loads`` that refuses NaN and infinities (C speed: only the three literals reach the hook)."""
+    return json.loads(text, parse_constant=_reject_constant)
+
+
+class FileDamage:
+    """What was skipped in one file, reported as one problem line naming the file, the lines and why."""
+
+    __slots__ = ("key", "reasons", "lines")
+
+    def __init__(self, key: str):
+        self.key = key
+        self.reasons: dict[str, int] = {}
+        self.lines: list[int] = []
+
+    def add(self, reason: str, line: int | None = None, count: int = 1) -> None:
+        self.reasons[reason] = self.reasons.get(reason, 0) + count
+        if line is not None and len(self.lines) < 5:
+            self.lines.append(line)
+
+    @property
+    def count(self) -> int:
+        return sum(self.reasons.values())
+
+    def report(self, stats: ParseStats, what: str = "line(s)") -> None:
+        if not self.reasons:
+            return
+        stats.bad_lines += self.count
+        why = ", ".join(f"{n} {reason}" for reason, n in sorted(self.reasons.items(), key=lambda item: -item[1]))
+        where = f" (line {', '.join(map(str, self.lines))}{', ...' if self.count > len(self.lines) else ''})" \
+            if self.lines else ""
+        stats.note(f"{self.key}: skipped {self.count} {what}{where}: {why}")
+
+
+SYSTEM_CHUNK_BYTES = 1 << 20  # ~8,000 records: a 15 MB minute file is never 130,000 dicts at once
+SYSTEM_FIELDS = ("Dimension", "Value", "Timestamp", "NodeId", "Name")
+NOT_JSON = "not valid JSON (truncated upload?)"
+NON_FINITE = "with NaN or Infinity"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def system_record_problem(r: Any) -> str | None:
+    """Why a decoded line is not a usable system record, or None."""
+    if not isinstance(r, dict):
+        return "not a JSON object"
+    missing = [f for f in SYSTEM_FIELDS if f not in r]
+    if missing:
+        return "without " + "/".join(missing)
+    if not (_is_number(r["Value"]) and _is_number(r["Timestamp"])):
+        return "with a Value or Timestamp that is not a number"
+    if not (math.isfinite(r["Value"]) and math.isfinite(r["Timestamp"])):
+        return NON_FINITE
+    if not all(isinstance(r[f], str) for f in ("Dimension", "NodeId", "Name")):
+        return "with a Dimension, NodeId or Name that is not a string"
+    return None
+
+
+def _all_valid(records: list[Any]) -> bool:
+    """The fast path: every record complete, finite and typed (Values made floats on the way). False: check one by
+    one. ``x - x`` is 0 for a finite number and NaN (truthy) for NaN or an infinity; it raises for anything else."""
+    text = str
+    try:
+        for r in records:
+            v = r["Value"]
+            t = r["Timestamp"]
+            if v - v or t - t or type(r["NodeId"]) is not text or type(r["Name"]) is not text \
+                    or type(r["Dimension"]) is not text:
+                return False
+            if type(v) is not float:
+                if type(v) is bool:
+                    return False
+                r["Value"] = float(v)  # the agent writes 0 and 0.0
+    except (KeyError, TypeError):
+        return False
+    return True
+
+
+def _valid_records(records: list[Any], damage: FileDamage) -> list[dict[str, Any]]:
+    if _all_valid(records):
+        return records
+    good = []
+    for r in records:
+        problem = system_record_problem(r)
+        if problem:
+            damage.add(problem)
+        else:
+            r["Value"] = float(r["Value"])
+            good.append(r)
+    return good
+
+
+def _decode_lines(chunk: bytes, first_line: int, damage: FileDamage) -> list[Any]:
+    """A damaged chunk, line by line: only the damaged lines are lost."""
+    records = []
+    for number, line in enumerate(chunk.split(b"\n"), start=first_line):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            records.append(loads_finite(line))
+        except NonFiniteNumber:
+            damage.add(NON_FINITE, number)
+        except ValueError:
+            damage.add(NOT_JSON, number)
+    return records
+
+
+def iter_system_records(data: bytes, key: str, stats: ParseStats,
+                        chunk_bytes: int = SYSTEM_CHUNK_BYTES) -> Iterator[list[dict[str, Any]]]:
+    """Decode a JSON-lines system file a chunk of lines at a time (one ``json.loads`` per chunk), yielding the usable
+    records of each chunk.
+
+    Damage never costs more than the damaged lines: an undecodable line, NaN/Infinity, a missing field or a field of
+    the wrong type skips that line only, and the file's damage is reported as one problem naming the file.
+    """
+    stats.files += 1
+    stats.bytes += len(data)
+    damage = FileDamage(key)
+    size = len(data)
+    pos = 0
+    while pos < size:
+        cut = data.find(b"\n", pos + chunk_bytes)
+        end = size if cut < 0 else cut + 1
+        chunk = data[pos:end].strip()
+        records: list[Any] = []
+        if chunk:
+            try:
+                records = loads_finite(b"[" + chunk.replace(b"\n", b",") + b"]")
+            except ValueError:
+                records = _decode_lines(data[pos:end], data.count(b"\n", 0, pos) + 1, damage)
+        good = _valid_records(records, damage)
+        pos = end
+        if good:
+            stats.records += len(good)
+            yield good
+    damage.report(stats)
 
 
 def parse_system_lines(data: bytes, key: str, stats: ParseStats) -> list[dict[str, Any]]:
-    """Decode a JSON-lines system file. One ``json.loads`` for the whole file; line by line only when damaged."""
-    stats.files += 1
-    stats.bytes += len(data)
-    body = data.strip()
-    if not body:
-        return []
-    try:
-        records = json.loads(b"[" + body.replace(b"\n", b",") + b"]")
-    except ValueError:
-        records = []
-        for number, line in enumerate(body.split(b"\n"), start=1):
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                records.append(json.loads(line))
-            except ValueError:
-                stats.bad_lines += 1
-                stats.note(f"{key}: line {number} is not valid JSON (truncated upload?)")
-    try:
-        # one cheap pass that both checks the fields and makes every Value a float (the agent writes 0 and 0.0)
-        for r in records:
-            r["Value"] = float(r["Value"])
-            r["Timestamp"] + 0.0  # noqa: B018 - raises TypeError unless it is a number
-            r["Dimension"]  # noqa: B018
-        good = records
-    except (KeyError, TypeError, ValueError):
-        good = [r for r in records if _valid_system_record(r)]
-        stats.bad_lines += len(records) - len(good)
-        stats.note(f"{key}: {len(records) - len(good)} record(s) lack Dimension, Value or Timestamp")
-        for r in good:
-            r["Value"] = float(r["Value"])
-    stats.records += len(good)
-    return good
+    """Every usable record of a JSON-lines system file (see ``iter_system_records``)."""
+    records: list[dict[str, Any]] = []
+    for chunk in iter_system_records(data, key, stats):
+        records.extend(chunk)
+    return records
 
 
 @dataclass(slots=True)
@@ -161,7 +273,7 @@ class TraceEvent:
     order: tuple[int, int, str, int]
 
 
-def _decode_trace(data: bytes, key: str, stats: ParseStats) -> list[Any]:
+def _decode_trace(data: bytes, key: str, stats: ParseStats, damage: FileDamage) -> list[Any]:
     try:
         events = json.loads(data)
         if isinstance(events, list):
@@ -173,76 +285,114 @@ def _decode_trace(data: bytes, key: str, stats: ParseStats) -> list[Any]:
         pass
     # A damaged file: the writer puts one event per line, so salvage line by line.
     salvaged = []
-    bad = 0
-    for line in data.split(b"\n"):
+    for number, line in enumerate(data.split(b"\n"), start=1):
         line = line.strip().rstrip(b",")
         if line in (b"", b"[", b"]"):
             continue
         try:
             salvaged.append(json.loads(line))
         except ValueError:
-            bad += 1
-    stats.bad_lines += bad
+            damage.add(NOT_JSON, number)
     stats.bad_files += 1
-    stats.note(f"{key}: invalid trace JSON; salvaged {len(salvaged)} event(s), skipped {bad} line(s)")
+    stats.note(f"{key}: invalid trace JSON; salvaged {len(salvaged)} event(s) line by line")
     return salvaged
 
 
+class BadEvent(ValueError):
+    """A trace event the evaluator cannot place in time; the message says why."""
+
+
+def trace_micros(value: Any) -> int:
+    """A trace time in microseconds: a finite number (or a numeric string), else ``BadEvent``."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    if isinstance(value, (float, str)):
+        try:
+            number = float(value)
+        except ValueError:
+            raise BadEvent("with a time that is not a number") from None
+        if not math.isfinite(number):
+            raise BadEvent("with a NaN or infinite time")
+        return int(number)
+    raise BadEvent("with a missing time or one that is not a number")
+
+
+_PIDS = (str, int, float, type(None))
+
+
+class _TraceClock:
+    """Per-file parser state: the time origin of the latest process_name record, phase names and open B events."""
+
+    def __init__(self) -> None:
+        self.origin: int | None = 0
+        self.phases: dict[Any, str] = {}
+        self.open_begins: dict[Any, list[dict[str, Any]]] = {}
+
+    def metadata(self, ev: dict[str, Any], args: dict[str, Any]) -> None:
+        if ev.get("name") != "process_name":
+            return
+        if "start_time_since_epoch_in_micros" in args:
+            self.origin = None  # until it is known to be usable: later events cannot be placed in time
+            self.origin = trace_micros(args["start_time_since_epoch_in_micros"])
+        elif "name" in args:
+            self.phases[ev.get("pid")] = str(args["name"])
+
+    def place(self, ev: dict[str, Any], ph: Any) -> tuple[int, int, dict[str, Any]] | None:
+        """(start, end, the event carrying name/pid/args) of an X event or a completed B/E pair; None otherwise."""
+        if ph not in ("X", "B", "E"):
+            return None
+        if self.origin is None:
+            raise BadEvent("after a process_name record whose start time is not a number")
+        if ph == "X":
+            start = self.origin + trace_micros(ev.get("ts"))
+            return start, start + (trace_micros(ev["dur"]) if "dur" in ev else 0), ev
+        if ph == "B":
+            trace_micros(ev.get("ts"))
+            self.open_begins.setdefault(ev.get("pid"), []).append(ev)
+            return None
+        stack = self.open_begins.get(ev.get("pid"))
+        if not stack:
+            return None
+        end = self.origin + trace_micros(ev.get("ts"))
+        begin = stack.pop()
+        return self.origin + trace_micros(begin["ts"]), end, begin
+
+
 def parse_trace(data: bytes, file: FrameworkFile, stats: ParseStats) -> list[TraceEvent]:
-    """Chrome-trace events to absolute-time events: X as is, B/E paired per pid, M/i and the rest skipped."""
+    """Chrome-trace events to absolute-time events: X as is, B/E paired per pid, M/i and the rest skipped.
+
+    An event without a usable time (missing, not a number, NaN, infinite) or with a pid that is not a number or a
+    string is skipped and counted; the file's damage is reported as one problem naming it.
+    """
     stats.files += 1
     stats.bytes += len(data)
     rank, file_type = FRAMEWORK_KINDS[file.kind]
-    origin = 0
-    phases: dict[Any, str] = {}
-    open_begins: dict[Any, list[dict[str, Any]]] = {}
+    clock = _TraceClock()
+    damage = FileDamage(file.key)
     out: list[TraceEvent] = []
-    for index, ev in enumerate(_decode_trace(data, file.key, stats)):
+    for index, ev in enumerate(_decode_trace(data, file.key, stats, damage)):
         if not isinstance(ev, dict):
-            stats.bad_lines += 1
+            damage.add("not a JSON object")
             continue
-        ph = ev.get("ph")
         args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
-        if ph == "M":
-            if ev.get("name") == "process_name":
-                if "start_time_since_epoch_in_micros" in args:
-                    origin = int(args["start_time_since_epoch_in_micros"])
-                elif "name" in args:
-                    phases[ev.get("pid")] = str(args["name"])
-            continue
         try:
-            if ph == "X":
-                start = origin + int(ev["ts"])
-                end = start + int(ev.get("dur", 0))
-            elif ph == "B":
-                open_begins.setdefault(ev.get("pid"), []).append(ev)
+            if not isinstance(ev.get("pid"), _PIDS):
+                raise BadEvent("with a pid that is not a number or a string")
+            if ev.get("ph") == "M":
+                clock.metadata(ev, args)
                 continue
-            elif ph == "E":
-                stack = open_begins.get(ev.get("pid"))
-                if not stack:
-                    continue
-                begin = stack.pop()
-                start = origin + int(begin["ts"])
-                end = origin + int(ev["ts"])
-                args = begin.get("args") if isinstance(begin.get("args"), dict) else args
-                ev = begin
-            else:
-                continue
-        except (KeyError, TypeError, ValueError):
-            stats.bad_lines += 1
+            placed = clock.place(ev, ev.get("ph"))
+        except BadEvent as exc:
+            damage.add(str(exc))
             continue
-        pid = ev.get("pid")
-        out.append(
-            TraceEvent(
-                phases.get(pid, str(pid)),
-                str(ev.get("name", "")),
-                start,
-                end,
-                file.node,
-                args,
-                file_type,
-                (rank, file.timestamp_us, file.key, index),
-            )
-        )
+        if placed is None:
+            continue
+        start, end, source = placed
+        if source is not ev and isinstance(source.get("args"), dict):
+            args = source["args"]
+        pid = source.get("pid")
+        out.append(TraceEvent(clock.phases.get(pid, str(pid)), str(source.get("name", "")), start, end, file.node,
+                              args, file_type, (rank, file.timestamp_us, file.key, index)))
+    damage.report(stats, "event(s)")
     stats.records += len(out)
     return out

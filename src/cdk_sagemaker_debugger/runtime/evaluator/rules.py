@@ -59,6 +59,7 @@ class Facts:
     """What the job produced, collected over the whole evaluation; decides "not applicable"."""
 
     def __init__(self) -> None:
+        self.system_files = 0  # system metrics files read (damaged or not)
         self.system_records = 0
         self.gpus: set[tuple[str, str]] = set()
         self.gpu_memory: set[tuple[str, str]] = set()
@@ -863,7 +864,7 @@ class Dataloader(ProfilerRule):
                 if len(self.loading_times) >= MAX_DATAPOINTS:
                     self.loading_times = []
                 self.loading_times.append((ev.end_us - ev.start_us) / 1e6)
-                if "pid" in ev.args:
+                if isinstance(ev.args.get("pid"), (str, int, float)):  # a list or object pid is not a process
                     buckets.setdefault(int(ev.start_us / 1e6), set()).add(ev.args["pid"])
                 self.prefetch = None
             if "Prefetch" in ev.name:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from datetime import datetime, timezone
 from typing import Any
 
 STATE_FILE = "evaluator-state.json.gz"
@@ -24,21 +25,73 @@ def _error_code(exc: Exception) -> str:
     return str(response.get("Error", {}).get("Code", ""))
 
 
+class DamagedStateError(Exception):
+    """The state object exists but cannot be used (not gzip, not JSON, not the evaluator's shape)."""
+
+    def __init__(self, location: str, reason: str, etag: str | None):
+        super().__init__(f"{location}: damaged evaluator state ({reason})")
+        self.location = location
+        self.reason = reason
+        self.etag = etag
+
+
 class S3StateStore:
     def __init__(self, s3: Any, bucket: str, key: str):
         self.s3 = s3
         self.bucket = bucket
         self.key = key
 
+    @property
+    def location(self) -> str:
+        return f"s3://{self.bucket}/{self.key}"
+
     def load(self) -> tuple[dict[str, Any] | None, str | None]:
-        """The state and its ETag, or (None, None) when no run has committed yet."""
+        """The state and its ETag, or (None, None) when no run has committed yet.
+
+        Without s3:ListBucket on a key S3 answers a GetObject of a missing object with 403 AccessDenied rather than
+        404 NoSuchKey, and the evaluator's ListBucket grant is conditioned on ``s3:prefix``, which a GetObject does not
+        carry. So a 403 is confirmed with a listing of that exact key (which the grant allows): absent means no run
+        has committed yet; present means the read was really denied, and that is raised.
+        Raises ``DamagedStateError`` when the object exists but is not a usable state.
+        """
         try:
             obj = self.s3.get_object(Bucket=self.bucket, Key=self.key)
         except Exception as exc:
-            if _error_code(exc) in ("NoSuchKey", "404"):
+            code = _error_code(exc)
+            if code in ("NoSuchKey", "404", "NotFound"):
+                return None, None
+            if code in ("AccessDenied", "403", "Forbidden") and not self._listed():
                 return None, None
             raise
-        return json.loads(gzip.decompress(obj["Body"].read())), obj["ETag"]
+        etag = obj.get("ETag")
+        try:
+            state = json.loads(gzip.decompress(obj["Body"].read()))
+        except (OSError, EOFError, ValueError) as exc:  # gzip.BadGzipFile is an OSError; JSON errors ValueErrors
+            raise DamagedStateError(self.location, f"{type(exc).__name__}: {exc}", etag) from exc
+        if not isinstance(state, dict):
+            raise DamagedStateError(self.location, f"a JSON {type(state).__name__}, not an object", etag)
+        return state, etag
+
+    def _listed(self) -> bool:
+        """Whether the state key exists, by a listing of exactly that key (the 403-vs-404 check)."""
+        try:
+            page = self.s3.list_objects_v2(Bucket=self.bucket, Prefix=self.key, MaxKeys=1)
+        except Exception as exc:
+            raise PermissionError(
+                f"{self.location}: GetObject was denied and so was ListObjectsV2 on that key ({exc}); the evaluator "
+                "needs s3:GetObject and s3:PutObject on the key, and s3:ListBucket with that s3:prefix") from exc
+        return any(item.get("Key") == self.key for item in page.get("Contents", []))
+
+    def quarantine(self, damaged: DamagedStateError) -> str | None:
+        """Copy a damaged state object aside (``<key>.damaged-<its ETag>``: copying it again is harmless) and return
+        where; None if the copy failed."""
+        tag = "".join(c for c in (damaged.etag or "") if c.isalnum()) or datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        target = f"{self.key}.damaged-{tag}"
+        try:
+            self.s3.copy_object(Bucket=self.bucket, Key=target, CopySource={"Bucket": self.bucket, "Key": self.key})
+        except Exception:
+            return None
+        return f"s3://{self.bucket}/{target}"
 
     def save(self, state: dict[str, Any], etag: str | None) -> str:
         """Commit ``state`` if nobody changed it since ``etag`` was read (``None``: only if it does not exist yet)."""

@@ -7,6 +7,7 @@ they talk to.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +39,8 @@ class LocalStore:
 
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
+        #: folders and files that could not be listed (permissions, vanished), reported with the verdicts
+        self.problems: list[str] = []
 
     def describe(self) -> str:
         return str(self.root)
@@ -47,11 +50,24 @@ class LocalStore:
         if not base.exists():
             return iter(())
         found = []
-        for path in base.rglob("*"):
-            if path.is_file():
+
+        def unreadable(exc: OSError) -> None:
+            self.problems.append(f"{exc.filename}: folder could not be read ({exc.strerror or exc}); "
+                                 "the profiler files in it were not evaluated")
+
+        for folder, _dirs, names in os.walk(base, onerror=unreadable):
+            for name in names:
+                path = Path(folder, name)
                 key = path.relative_to(self.root).as_posix()
-                if start_after is None or key > start_after:
-                    found.append(StoredObject(key, path.stat().st_size))
+                if start_after is not None and key <= start_after:
+                    continue
+                try:
+                    info = path.stat()
+                except OSError as exc:
+                    self.problems.append(f"{key}: could not be read ({exc.strerror or exc})")
+                    continue
+                if stat.S_ISREG(info.st_mode):  # never a FIFO or a device, whose read could block forever
+                    found.append(StoredObject(key, info.st_size))
         found.sort(key=lambda o: o.key)
         return iter(found)
 

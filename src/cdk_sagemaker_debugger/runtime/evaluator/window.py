@@ -55,25 +55,17 @@ class SystemWindow:
 
     def add(self, records: list[dict[str, Any]], lo: float = -math.inf, hi: float = math.inf) -> list[dict[str, Any]]:
         """Add, in file order, the records with ``lo <= Timestamp <= hi`` (seconds); return the others, plus those exactly
-        on ``lo`` or ``hi``, which a neighbouring window reads as well.
-
-        The hot loop touches each record once; per-timestamp sums are taken later from the runs, at C speed.
-        """
+        on ``lo`` or ``hi``, which a neighbouring window reads as well. Records come validated from the reader; the hot
+        loop touches each once, and per-timestamp sums are taken later from the runs, at C speed."""
         outside: list[dict[str, Any]] = []
         if not records:
             return outside
-        gpu_util = self.gpu_util
-        gpu_mem = self.gpu_mem
+        gpu_util, gpu_mem, cpu_names, gpu_names = self.gpu_util, self.gpu_mem, self.cpu_names, self.gpu_names
         s_net, s_mem = self.sums["Network"], self.sums["CPU memory"]
-        runs = self.runs
-        run = self._run
-        run_ts = run[0] if run else None
-        run_node = run[5] if run else None
-        cpu_names = self.cpu_names
-        gpu_names = self.gpu_names
-        seen_ts = None
+        runs, run = self.runs, self._run
+        run_ts, run_node = (run[0], run[5]) if run else (None, None)
+        seen_ts = low = high = None
         inside = edge = False
-        low = high = None
         added = 0
         for r in records:
             ts = r["Timestamp"]
@@ -86,7 +78,7 @@ class SystemWindow:
                 continue
             if edge:
                 outside.append(r)
-            node = r.get("NodeId")
+            node = r["NodeId"]
             if ts != run_ts or node != run_node:
                 run = [ts, [], [], [], [], node]
                 runs.append(run)
@@ -99,31 +91,34 @@ class SystemWindow:
             dim = r["Dimension"]
             if dim == "CPUUtilization":
                 run[2].append(r["Value"])
-                cpu_names.add(r.get("Name"))
+                cpu_names.add(r["Name"])
             elif dim == "I/OWaitPercentage":
                 run[3].append(r["Value"])
             elif dim == "GPUUtilization":
                 v = r["Value"]
                 run[1].append(v)
-                name = r.get("Name")
+                name = r["Name"]
                 gpu_names.add(name)
                 gpu_util.setdefault(node, {}).setdefault(name, []).append(v)
             elif dim == "GPUMemoryUtilization":
                 v = r["Value"]
                 run[4].append(v)
-                gpu_mem.setdefault(node, {}).setdefault(r.get("Name"), []).append(v)
+                gpu_mem.setdefault(node, {}).setdefault(r["Name"], []).append(v)
             elif dim == "Algorithm":
                 d = s_net.setdefault(node, {})
                 d[ts] = d.get(ts, 0.0) + r["Value"]
-            elif r.get("Name") == "MemoryUsedPercent":
+            elif r["Name"] == "MemoryUsedPercent":
                 d = s_mem.setdefault(node, {})
                 d[ts] = d.get(ts, 0.0) + r["Value"]
+        self._added(run, added, low, high)
+        return outside
+
+    def _added(self, run: list[Any] | None, added: int, low: float | None, high: float | None) -> None:
         self._run = run
         self.records += added
-        if low is not None:
+        if low is not None and high is not None:
             self.min_ts = low if self.min_ts is None or low < self.min_ts else self.min_ts
             self.max_ts = high if self.max_ts is None or high > self.max_ts else self.max_ts
-        return outside
 
     def finalize(self) -> None:
         """Per-node, per-timestamp sums of the run values, accumulated in event order like the reference's dicts."""
