@@ -18,7 +18,7 @@ class PipelineStack(cdk.Stack):
         super().__init__(scope, id, env=kwargs.pop("env", cdk.Environment(region="us-east-1")), **kwargs)
         self.rule_set = ProfilerRuleSet(self, "Rules", rules=[rules.LowGPUUtilization(threshold_p95=80)])
         self.job = ProfiledTrainingJob(self, "Job",
-            job_name_prefix="resnet",
+            job_name_prefix="churn-xgb",
             training_image=PYTORCH_IMAGE,
             instance_type="ml.g5.2xlarge",
             rule_set=self.rule_set,
@@ -27,4 +27,4 @@ class PipelineStack(cdk.Stack):
             keep_alive=cdk.Duration.minutes(10),
         )
         self.pipeline = TrainingPipeline(self, "Pipeline", steps=[self.job.pipeline_step("Train")],
-                                         description="Trains resnet with the profiled request of Job.")
+                                         description="Trains the churn model with the profiled request of Job.")

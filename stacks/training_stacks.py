@@ -21,7 +21,7 @@ class ContractStack(cdk.Stack):
     """The README quick start, exactly: rules evaluated by our own evaluator from the sampler's files, and e-mail when
     a rule finds issues. Nothing in it needs SageMaker Debugger, so it deploys in a brand-new account."""
 
-    def __init__(self, scope: Construct, id: str, **kwargs) -> None:
+    def __init__(self, scope: Construct, id: str, *, training_image: str = PYTORCH_IMAGE, **kwargs) -> None:
         super().__init__(scope, id, **kwargs)
         self.rule_set = ProfilerRuleSet(self, "Rules", rules=[
             rules.ProfilerReport(),
@@ -29,7 +29,7 @@ class ContractStack(cdk.Stack):
         ])
         self.job = ProfiledTrainingJob(self, "Job",
             job_name_prefix="resnet",
-            training_image=PYTORCH_IMAGE,
+            training_image=training_image,
             instance_type="ml.g5.2xlarge",
             rule_set=self.rule_set,
         )
@@ -40,7 +40,7 @@ class DebuggerContractStack(cdk.Stack):
     """The first release's quick start on SageMaker Debugger, for accounts that still have it: ProfilerConfig and
     ProfilerRuleConfigurations exactly as the SageMaker Python SDK sends them."""
 
-    def __init__(self, scope: Construct, id: str, *, training_image: str = PYTORCH_IMAGE, **kwargs) -> None:
+    def __init__(self, scope: Construct, id: str, **kwargs) -> None:
         super().__init__(scope, id, **kwargs)
         self.rule_set = ProfilerRuleSet(self, "Rules", rules=[
             rules.ProfilerReport(CPUBottleneck_threshold=90),
@@ -49,7 +49,7 @@ class DebuggerContractStack(cdk.Stack):
         ])
         self.job = ProfiledTrainingJob(self, "Job",
             job_name_prefix="resnet",
-            training_image=training_image,
+            training_image=PYTORCH_IMAGE,
             instance_type="ml.g5.2xlarge",
             instance_count=1,
             rule_set=self.rule_set,

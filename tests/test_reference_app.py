@@ -60,19 +60,31 @@ def _definition(template: dict[str, Any]) -> str:
 @pytest.mark.parametrize(
     ("stack", "image"),
     [
-        ("Training", "/sagemaker-debugger-rules:latest"),
-        ("TrainingUsEast1", "503895931360.dkr.ecr.us-east-1.amazonaws.com/sagemaker-debugger-rules:latest"),
-        ("TrainingChina", "618459771430.dkr.ecr.cn-north-1.amazonaws.com.cn/sagemaker-debugger-rules:latest"),
+        ("TrainingOnDebugger", "/sagemaker-debugger-rules:latest"),
         ("TrainingCustomRule", "606966180310.dkr.ecr.eu-west-1.amazonaws.com/sagemaker-debugger-rule-evaluator:latest"),
     ],
 )
-def test_state_machines_hold_the_request_with_the_right_rule_image(cli_synth, stack, image):
+def test_debugger_state_machines_hold_the_request_with_the_right_rule_image(cli_synth, stack, image):
     definition = _definition(_templates(cli_synth)[stack])
     assert "createTrainingJob.sync" in definition
     assert "ProfilerConfig" in definition and "ProfilerRuleConfigurations" in definition
     assert image in definition
-    if stack == "Training":
+    if stack == "TrainingOnDebugger":
         assert "Fn::FindInMap" in definition and "AWS::URLSuffix" in definition
+
+
+@pytest.mark.parametrize("stack", ["Training", "TrainingUsEast1", "TrainingChina"])
+def test_the_quick_start_needs_no_debugger_anywhere(cli_synth, stack):
+    """The README quick start in an environment-agnostic stack, us-east-1 and China: no Debugger member, no rule
+    image and no region mapping for one; the sampler channel and the job's own evaluator instead."""
+    template = _templates(cli_synth)[stack]
+    definition = _definition(template)
+    for member in ("ProfilerConfig", "ProfilerRuleConfigurations", "DebugHookConfig", "DebugRuleConfigurations"):
+        assert member not in definition
+    assert "sagemaker-debugger-rule" not in json.dumps(template) and "Mappings" not in template
+    assert "cdk-sagemaker-sampler" in definition and "CDK_SAGEMAKER_SAMPLER_S3_URI" in definition
+    handlers = [r["Properties"]["Handler"] for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
+    assert sorted(handlers) == ["evaluator.lambda_handler.handler", "rule_alarm.handler.handler"]
 
 
 def test_cfn_lint_reports_no_errors(cli_synth):
