@@ -47,7 +47,7 @@ SYNC_RESOURCE = re.compile(r"arn:(?P<partition>aws[a-z-]*):states:::sagemaker:cr
 AWS_SDK_RESOURCE = "arn:{partition}:states:::aws-sdk:sagemaker:createTrainingJob"
 #: Request fields moto's SageMaker accepts but does not store, so DescribeTrainingJob cannot echo them; the request
 #: botocore sent still carries them (asserted against the template).
-NOT_STORED_BY_MOTO = frozenset({"ProfilerConfig", "ProfilerRuleConfigurations", "Environment"})
+NOT_STORED_BY_MOTO = frozenset({"ProfilerConfig", "ProfilerRuleConfigurations", "Environment", "RetryStrategy"})
 DEBUGGER_FIELDS = ("ProfilerConfig", "ProfilerRuleConfigurations", "DebugHookConfig", "DebugRuleConfigurations")
 EXECUTION_TIME_LIMIT_S = 30.0
 
@@ -228,8 +228,9 @@ def assert_described_as_requested(described: dict[str, Any], request: dict[str, 
         if key in NOT_STORED_BY_MOTO:
             continue
         assert key in described, f"{where}: DescribeTrainingJob lacks {key} (stored by moto? then check it here)"
-        if key == "AlgorithmSpecification":  # moto adds MetricDefinitions of its own
-            described_value = {k: v for k, v in described[key].items() if k in value}
+        if key == "AlgorithmSpecification":  # moto puts its own MetricDefinitions there, whatever was requested
+            described_value = {k: v for k, v in described[key].items() if k in value and k != "MetricDefinitions"}
+            value = {k: v for k, v in value.items() if k != "MetricDefinitions"}
         else:
             described_value = described[key]
         assert described_value == value, f"{where}: {key} is {described_value!r}, requested {value!r}"
@@ -239,7 +240,18 @@ def assert_described_as_requested(described: dict[str, Any], request: dict[str, 
 # Tests
 
 
-@pytest.mark.parametrize("stack_name", list(REFERENCE_STACKS))
+#: Stacks moto's interpreter cannot run, and why. strict: when moto learns it, the test fails and the entry goes.
+MOTO_CANNOT = {
+    "TrainingDebugger": "moto 5.2.5's States.Format runs Python's str.format on the template, so the escaped braces "
+                        "(\\{ \\}) of Debugger's action_json, which Step Functions accepts, raise KeyError; "
+                        "tests/constructs/test_training_job_debugger.py::TestRunName evaluates that Format string",
+}
+
+
+@pytest.mark.parametrize("stack_name", [
+    pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=MOTO_CANNOT[name])) if name in MOTO_CANNOT else name
+    for name in REFERENCE_STACKS
+])
 def test_state_machine_runs_in_moto(machines: dict[str, list[Machine]], stack_name: str) -> None:
     if not machines[stack_name]:
         pytest.skip(f"{stack_name} has no state machine")

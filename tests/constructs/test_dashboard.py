@@ -428,7 +428,7 @@ def test_without_alarms_the_header_spans_the_row_and_nothing_is_created_but_the_
 
 def test_gpus_per_host_for_an_instance_type_the_table_does_not_know() -> None:
     stack = _stack()
-    dash = TrainingDashboard(stack, "Dashboard", job_name_prefix="big-", instance_type="ml.p6-b200.48xlarge",
+    dash = TrainingDashboard(stack, "Dashboard", job_name_prefix="big-", instance_type="ml.p9-z900.metal",
                              gpus_per_host=8, low_gpu_threshold=25, low_gpu_minutes=15)
     assert dash.devices == (8, None)
     body = dashboard_body(Template.from_stack(stack))
@@ -461,8 +461,8 @@ BAD_PROPS = [
     ({"job_name_prefix": "team-x-"}, ConfigurationError,
      "instance_type: the instance type None is not given, so GPU utilisation cannot be shown per GPU. Pass "
      "instance_type="),
-    ({"job_name_prefix": "team-x-", "instance_type": "ml.p6-b200.48xlarge"}, ConfigurationError,
-     "gpus_per_host: the instance type 'ml.p6-b200.48xlarge' is not known to the library's GPU table"),
+    ({"job_name_prefix": "team-x-", "instance_type": "ml.p9-z900.metal"}, ConfigurationError,
+     "gpus_per_host: the instance type 'ml.p9-z900.metal' is not known to the library's GPU table"),
     ({"job_name_prefix": "team-x-", "gpus_per_host": 2.5}, ConfigurationError,
      "gpus_per_host: must be a whole number of GPUs per instance from 0 to 64, got 2.5."),
     ({"job_name_prefix": "team-x-", "gpus_per_host": 1, "low_gpu_threshold": 0}, ConfigurationError,

@@ -21,7 +21,7 @@ from ..model.errors import ConfigurationError, ConfigurationTypeError
 from ..model.parameters import is_token
 from ..model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_REPORT, PROFILER_RULE_SPECS
 from ..model.rule_engine import RuleEngine
-from ..runtime.evaluator.cloudwatch import instance_devices
+from ..runtime.evaluator.cloudwatch import instance_devices, known_without_gpu
 from ..runtime.gpu_watch import contract as watch_contract
 from ._alarm_actions import AlarmActions
 from ._common import RuntimeFunction, acknowledge_wildcards, check_watched_prefix, concrete_region, runtime_function
@@ -201,7 +201,10 @@ class TrainingDashboard(Construct):
         if instance_type is not None and not isinstance(instance_type, str):
             raise ConfigurationTypeError(f"expected an instance type such as 'ml.g5.2xlarge', got {instance_type!r}.",
                                          where=where, field="instance_type", value=instance_type)
-        gpus, vcpus = instance_devices(None if instance_type is None or is_token(instance_type) else instance_type)
+        literal_type = None if instance_type is None or is_token(instance_type) else instance_type
+        gpus, vcpus = instance_devices(literal_type)
+        if gpus is None and known_without_gpu(literal_type):
+            gpus = 0
         if gpus_per_host is not None:
             if isinstance(gpus_per_host, bool) or not isinstance(gpus_per_host, int) or not 0 <= gpus_per_host <= 64:
                 raise ConfigurationError(f"must be a whole number of GPUs per instance from 0 to 64, got "

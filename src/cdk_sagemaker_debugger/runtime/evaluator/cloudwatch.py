@@ -42,6 +42,10 @@ _GPUS = {
 }
 _GPUS["g6"] = _GPUS["g5"]
 _GPUS["g6e"] = _GPUS["g5"]
+#: Training instance families with no NVIDIA GPU (general purpose, compute, memory, burstable; Trainium and
+#: Inferentia accelerators report no GPUUtilization either). Only the dashboard asks: the evaluator never needs to.
+CPU_ONLY_FAMILIES = frozenset({"m4", "m5", "m5d", "m6i", "m6id", "m7i", "c4", "c5", "c5d", "c5n", "c6i", "c6id", "c7i",
+                               "r5", "r5d", "r6i", "r7i", "t2", "t3", "trn1", "trn1n", "trn2", "inf1", "inf2"})
 _INSTANCE = re.compile(r"^ml\.([a-z0-9-]+)\.(\d*)(x?large|metal)$")
 _EC2_DEVICES: dict[str, tuple[int | None, int | None]] = {}  # per Lambda container: one lookup per instance type
 
@@ -63,6 +67,12 @@ def instance_devices(instance_type: str | None) -> tuple[int | None, int | None]
     size_name = f"{size_n}{size}"
     vcpus = 2 if size_name == "large" else 4 if size_name == "xlarge" else (4 * int(size_n) if size_n else None)
     return _GPUS.get(family, {}).get(size_name), vcpus
+
+
+def known_without_gpu(instance_type: str | None) -> bool:
+    """True for an ``ml.*`` instance type of a family known to have no NVIDIA GPU."""
+    match = _INSTANCE.match(instance_type or "")
+    return bool(match) and match.group(1) in CPU_ONLY_FAMILIES
 
 
 def ec2_devices(ec2: Any, instance_type: str) -> tuple[int | None, int | None]:
