@@ -102,7 +102,13 @@ def test_bad_parameters_report_error_and_a_metric_the_job_does_not_define_is_not
     evaluation.defined = ["train:loss"]
     broken, stall = evaluation.results(final=True)
     assert broken.status == "Error"
-    assert broken.status_details == "RuleConfigError: LossNotDecreasing: num_steps='ten' is not a usable whole number"
+    assert broken.status_details == ("RuleConfigError: LossNotDecreasing: num_steps='ten' is not a usable whole number "
+                                     "(at least 1)")
+    [zero] = MetricEvaluation([loss_rule(num_steps="0")]).results(final=False)
+    assert zero.status_details == "RuleConfigError: LossNotDecreasing: num_steps=0 is not a usable whole number (at " \
+                                  "least 1)"
+    [nan] = MetricEvaluation([loss_rule(diff_percent=math.nan)]).results(final=False)
+    assert nan.status == "Error"
     assert stall.status == "NoIssuesFound"
     assert stall.status_details == "NotApplicable: the job defines no metric 'val:loss' (its MetricDefinitions: " \
                                    "'train:loss')"

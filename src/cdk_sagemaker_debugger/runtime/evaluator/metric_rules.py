@@ -43,7 +43,8 @@ RULES: dict[str, tuple[tuple[str, ...], dict[str, float]]] = {
     "Overfit": (("train_metric", "validation_metric"), {"start_step": 0, "patience": 1, "ratio_threshold": 0.1}),
     "StalledTraining": (("metric",), {"threshold": 1800}),
 }
-_WHOLE = {"num_steps", "start_step", "patience"}
+_WHOLE = {"num_steps", "start_step", "patience", "threshold"}
+_MINIMUM = {"num_steps": 1, "patience": 1, "threshold": 1}  # the model validates the same (positive integers)
 _SUMMARIES = {
     "LossNotDecreasing": "The metric must keep decreasing: by diff_percent every num_steps datapoints, and never more "
                          "than increase_threshold_percent above its lowest value.",
@@ -74,10 +75,11 @@ def _parameters(config: RuleConfig) -> tuple[dict[str, str], dict[str, float]]:
     numbers: dict[str, float] = {}
     for key, default in defaults.items():
         value = coerce_parameter(given.get(key, default))
-        whole = key in _WHOLE or key == "threshold"
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0 or (whole and value != int(value)):
+        whole, minimum = key in _WHOLE, _MINIMUM.get(key, 0)
+        if (isinstance(value, bool) or not isinstance(value, (int, float)) or not value >= minimum
+                or (whole and value != int(value))):
             raise RuleConfigError(f"{config.configuration_name}: {key}={value!r} is not a usable "
-                                  f"{'whole number' if whole else 'number'}")
+                                  f"{'whole number' if whole else 'number'} (at least {minimum})")
         numbers[key] = int(value) if whole else float(value)
     return metrics, numbers
 
