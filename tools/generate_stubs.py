@@ -12,6 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from cdk_sagemaker_debugger.model.metric_rules import METRIC_RULE_SPECS  # noqa: E402
 from cdk_sagemaker_debugger.model.profiler_catalog import PROFILER_RULE_SPECS  # noqa: E402
 
 STUB = ROOT / "src" / "cdk_sagemaker_debugger" / "rules.pyi"
@@ -20,6 +21,7 @@ HEADER = '''"""Type stubs for the profiler rule classes generated from the catal
 
 from typing import Any
 
+from .model.metric_rules import MetricRule as MetricRule
 from .model.profiler_rules import BuiltinProfilerRule as BuiltinProfilerRule
 from .model.profiler_rules import CustomProfilerRule as CustomProfilerRule
 from .model.profiler_rules import ProfilerReport as ProfilerReport
@@ -39,6 +41,24 @@ def render() -> str:
             "    def __init__(\n"
             "        self,\n"
             "        *,\n"
+            "        name: str | None = None,\n"
+            "        local_path: str | None = None,\n"
+            "        s3_output_path: str | None = None,\n"
+            f"{params}"
+            "    ) -> None: ...\n"
+        )
+    for metric_spec in METRIC_RULE_SPECS.values():
+        metrics = "".join(f"        {argument}: str,\n" for argument in metric_spec.metric_arguments)
+        params = "".join(f"        {p.name}: {p.python_type} = {p.default!r},\n" for p in metric_spec.parameters)
+        if metric_spec.name == "StalledTraining":
+            params += "        threshold_minutes: float | None = None,\n"
+        parts.append(
+            f"\nclass {metric_spec.name}(MetricRule):\n"
+            f'    """{metric_spec.summary}"""\n\n'
+            "    def __init__(\n"
+            "        self,\n"
+            "        *,\n"
+            f"{metrics}"
             "        name: str | None = None,\n"
             "        local_path: str | None = None,\n"
             "        s3_output_path: str | None = None,\n"

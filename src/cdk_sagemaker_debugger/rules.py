@@ -1,8 +1,14 @@
 """Profiler rules: ``rules.LowGPUUtilization(threshold_p95=80)``, ``rules.ProfilerReport(CPUBottleneck_threshold=90)``,
 ``rules.ProfilerRule.custom(...)``. The classes are generated from the catalog in ``model/profiler_catalog.py``;
 ``rules.pyi`` gives type checkers their signatures.
+
+Training-health rules on the job's algorithm metrics (``model/metric_rules.py``), evaluated by the RuleEvaluator without
+SageMaker Debugger: ``rules.LossNotDecreasing(metric="train:loss")``,
+``rules.Overfit(train_metric="train:loss", validation_metric="val:loss")``,
+``rules.StalledTraining(metric="train:loss", threshold_minutes=30)``.
 """
 
+from .model.metric_rules import METRIC_RULE_CLASSES, MetricRule
 from .model.profiler_rules import (
     RULE_CLASSES,
     BuiltinProfilerRule,
@@ -13,5 +19,7 @@ from .model.profiler_rules import (
 )
 
 globals().update(RULE_CLASSES)
+globals().update(METRIC_RULE_CLASSES)
 
-__all__ = ["ProfilerRule", "BuiltinProfilerRule", "CustomProfilerRule", "ProfilerReport", "from_name", *RULE_CLASSES]
+__all__ = ["ProfilerRule", "BuiltinProfilerRule", "CustomProfilerRule", "ProfilerReport", "MetricRule", "from_name",
+           *RULE_CLASSES, *METRIC_RULE_CLASSES]

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from .model.metric_rules import MetricRule as MetricRule
 from .model.profiler_rules import BuiltinProfilerRule as BuiltinProfilerRule
 from .model.profiler_rules import CustomProfilerRule as CustomProfilerRule
 from .model.profiler_rules import ProfilerReport as ProfilerReport
@@ -167,4 +168,49 @@ class StepOutlier(BuiltinProfilerRule):
         mode: str | None = None,
         n_outliers: int = 10,
         scan_interval_us: int = 60000000,
+    ) -> None: ...
+
+class LossNotDecreasing(MetricRule):
+    """Fires when the metric does not fall by diff_percent over num_steps datapoints, or rises more than increase_threshold_percent above its lowest value."""
+
+    def __init__(
+        self,
+        *,
+        metric: str,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        num_steps: int = 10,
+        diff_percent: float = 0.1,
+        increase_threshold_percent: float = 5,
+    ) -> None: ...
+
+class Overfit(MetricRule):
+    """Fires when (validation - training) / training exceeds ratio_threshold for more than patience consecutive validation datapoints."""
+
+    def __init__(
+        self,
+        *,
+        train_metric: str,
+        validation_metric: str,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        start_step: int = 0,
+        patience: int = 1,
+        ratio_threshold: float = 0.1,
+    ) -> None: ...
+
+class StalledTraining(MetricRule):
+    """Fires when the metric gets no new datapoint for threshold seconds while the job trains."""
+
+    def __init__(
+        self,
+        *,
+        metric: str,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        threshold: int = 1800,
+        threshold_minutes: float | None = None,
     ) -> None: ...

@@ -34,6 +34,7 @@ from ..model.distribution import DebuggerFeatures, Distribution, check_debugger_
 from ..model.errors import ConfigurationError, ConfigurationTypeError, UnsupportedRegionError
 from ..model.frameworks import FrameworkInfo, parse_training_image
 from ..model.images import DEBUGGER_UNSUPPORTED_REGIONS, partition_of
+from ..model.metric_rules import MetricRule, check_metric_names
 from ..model.parameters import is_token
 from ..model.pipeline_definition import PIPELINE_JOB_NAME_PREFIX, training_step
 from ..model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
@@ -427,6 +428,8 @@ class ProfiledTrainingJob(Construct):
             infra_check=infra_check, remote_debug=remote_debug, container_entrypoint=container_entrypoint,
             container_arguments=container_arguments, experiment_config=experiment_config, mlflow=mlflow,
             session_tag_chaining=session_tag_chaining, request_overrides=request_overrides)
+        if rule_set is not None:  # metric rules read metric_definitions (issue 13.3): checked as each rule is added
+            rule_set.on_rule_added(self._check_metric_rule)
         self.framework: FrameworkInfo | None = parse_training_image(training_image)
         self._check_profiler_features()
         #: The sampler the job's containers run (RuleEngine.EVALUATOR), or None.
@@ -963,7 +966,19 @@ class ProfiledTrainingJob(Construct):
                     "to new customers since 2026-07-30), or watch training health with CloudWatch metrics the script "
                     "logs instead.", where=self._where, field=field)
 
+    def _check_metric_rule(self, rule: ProfilerRule) -> None:
+        """A metric rule runs in the RuleEvaluator only, on metrics this job's MetricDefinitions produce."""
+        if not isinstance(rule, MetricRule):
+            return
+        if self.rule_engine is RuleEngine.DEBUGGER:
+            raise rule.debugger_error(where=self._where)  # type: ignore[arg-type]
+        names = [d["Name"] for d in self.request_members.algorithm.get("MetricDefinitions") or ()]
+        if not any(is_token(name) for name in names):
+            check_metric_names(rule, names, where=self._where)  # type: ignore[arg-type]
+
     def _refuse_custom_rule(self, rule: ProfilerRule) -> None:
+        if isinstance(rule, MetricRule):
+            return
         if rule.rule_to_invoke != PROFILER_REPORT and rule.rule_to_invoke not in PROFILER_RULE_SPECS:
             raise ConfigurationError(
                 f"custom profiler rule {rule.name!r} runs in Debugger's rule container; RuleEngine.EVALUATOR (the "

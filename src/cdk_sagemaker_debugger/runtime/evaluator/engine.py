@@ -253,7 +253,7 @@ class Evaluator:
 
     def __init__(self, configs: Iterable[RuleConfig], *, scan_interval_us: int | None = None, strict: bool = True):
         configs = list(configs)
-        if not configs:
+        if not configs and strict:  # the Lambda may run metric rules only (metric_rules.py): then no profiler rule
             raise RuleConfigError("no rule to evaluate")
         self.runs = [_rule_run(c, strict) for c in configs]
         if scan_interval_us is None:

@@ -29,6 +29,9 @@ from .engine import (
     list_new_files,
 )
 from .html_report import render
+from .metric_rules import MetricEvaluation, is_metric_rule
+from .metric_rules import render_html as render_metric_html
+from .metric_rules import source_label as metric_source_label
 from .publish import continuation_event, emf_lines, emit_emf, put_events, status_change_event
 from .report import HTML_NAME, SUMMARY_NAME, report_files, summary
 from .rules import MaxInitializationTime
@@ -181,6 +184,7 @@ class JobRun:
     results: list[RuleResult] = field(default_factory=list)
     snapshot: dict[str, Any] = field(default_factory=dict)  # the evaluator's state to commit
     reports: list[tuple[str, bytes, str]] | None = None  # rendered when due: written after the commit
+    metrics: MetricEvaluation | None = None  # the rules on the job's algorithm metrics (metric_rules.py)
 
 
 def run_profiler(run: JobRun, store: S3Store, terminal: bool, deadline: float, settings: Settings) -> None:
@@ -257,19 +261,23 @@ def new_evaluator(configs: list[RuleConfig], source: str) -> Evaluator:
     return evaluator
 
 
-def render_reports(base: str, results: list[RuleResult], evaluator: Evaluator, job: str, source_label: str
-                   ) -> list[tuple[str, bytes, str]]:
+def render_reports(base: str, results: list[RuleResult], evaluator: Evaluator, job: str, source_label: str,
+                   metrics: MetricEvaluation | None = None) -> list[tuple[str, bytes, str]]:
     """(key, body, content type) of every report object: rendered before the commit, written after it."""
     diagnostics = evaluator.diagnostics()
     reports = []
+    metric_rules = {r.config.configuration_name for r in metrics.runs} if metrics is not None else set()
     for result in results:
         folder = f"{base}/{result.configuration_name}/{REPORT_FOLDER}"
         for relative, text in report_files([result]).items():
             reports.append((f"{folder}/{relative}", text.encode(), "application/json"))
         reports.append((f"{folder}/{SUMMARY_NAME}", json.dumps(summary([result], diagnostics), indent=2).encode(),
                         "application/json"))
-        html = render([result], evaluator.timeline, diagnostics, title=f"{result.configuration_name} for {job}",
-                      source=source_label)
+        title = f"{result.configuration_name} for {job}"
+        if metrics is not None and result.configuration_name in metric_rules:
+            html = render_metric_html(result, metrics, title=title, source=metric_source_label(job))
+        else:
+            html = render([result], evaluator.timeline, diagnostics, title=title, source=source_label)
         reports.append((f"{folder}/{HTML_NAME}", html.encode(), "text/html"))
     return reports
 
@@ -331,6 +339,8 @@ def restore(state: dict[str, Any], location: str, etag: str | None) -> Evaluator
         Cursor.from_state(state.get("system_cursor"))
         Cursor.from_state(state.get("framework_cursor"))
         int(state.get("cloudwatch_through", 0))
+        if state.get("metrics") is not None:
+            MetricEvaluation.from_state(state["metrics"])
         return Evaluator.from_state(state["evaluator"])
     except Exception as exc:  # any way of not being our state is damage, reported with the key
         raise DamagedStateError(location, f"{type(exc).__name__}: {exc}", etag) from exc
@@ -374,10 +384,11 @@ def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float
             return {"job": job, "result": "waiting for profiler output"}
         try:
             advance(run, ctx, settings, clients)
-            if run.windows or run.final or not run.restored or run.state.get("reports_due"):
+            new_metrics = run.metrics is not None and run.metrics.read_new
+            if run.windows or new_metrics or run.final or not run.restored or run.state.get("reports_due"):
                 source_label = (ctx.store.describe() if run.state["source"] == "PROFILER" and ctx.store is not None
                                 else cloudwatch.source_label(job))
-                run.reports = render_reports(base, run.results, run.evaluator, job, source_label)
+                run.reports = render_reports(base, run.results, run.evaluator, job, source_label, run.metrics)
             break
         except STATE_SHAPE_ERRORS as exc:
             if not run.restored:
@@ -394,28 +405,44 @@ def start_run(ctx: JobContext, stored: StoredState, settings: Settings) -> JobRu
     if stored.state is not None and evaluator is not None:
         run = JobRun(ctx.job, evaluator, stored.state, restored=True)
         run.final = bool(stored.state.get("final"))  # then only the last committed run's side effects are left
+        if stored.state.get("metrics") is not None:
+            run.metrics = MetricEvaluation.from_state(stored.state["metrics"])
         return run
-    source = choose_source(settings, ctx.description, ctx.store, ctx.now)
+    configs = configs_for(ctx.description, settings)
+    metric_configs = [c for c in configs if is_metric_rule(c)]
+    profiler_configs = [c for c in configs if not is_metric_rule(c)]
+    # Metric rules alone need no profiler output: nothing to wait for.
+    source = choose_source(settings, ctx.description, ctx.store, ctx.now) if profiler_configs else "CLOUDWATCH"
     if source is None:
         return None
-    evaluator = new_evaluator(configs_for(ctx.description, settings), source)
+    evaluator = new_evaluator(profiler_configs, source)
     if stored.problem:
         evaluator.stats.note(stored.problem)
-    return JobRun(ctx.job, evaluator, {"version": 1, "job": ctx.job, "source": source, "published": {}})
+    run = JobRun(ctx.job, evaluator, {"version": 1, "job": ctx.job, "source": source, "published": {}})
+    run.metrics = MetricEvaluation(metric_configs) if metric_configs else None
+    return run
 
 
 def advance(run: JobRun, ctx: JobContext, settings: Settings, clients: Clients) -> None:
     """Read what is new, evaluate the windows that became complete, and take the results and the state to commit
     (all of which read the restored state, so all of it is where damage inside it shows)."""
     if not run.final:
-        if run.state["source"] == "PROFILER":
+        if not run.evaluator.runs:  # metric rules only: no profiler or instance metrics to read
+            run.final = ctx.terminal
+        elif run.state["source"] == "PROFILER":
             if ctx.store is None:
                 raise ConfigurationError(f"{ctx.job}: SOURCE=PROFILER but neither the job's ProfilerConfig.S3OutputPath "
                                          "nor the evaluator's PROFILER_S3_URI says where its profiler files are")
             run_profiler(run, ctx.store, ctx.terminal, ctx.deadline, settings)
         else:
             run_cloudwatch(run, ctx.description, clients, ctx.terminal, ctx.now, ctx.deadline)
+        if run.metrics is not None:
+            ended = run.metrics.update(ctx.description, clients.cloudwatch, terminal=ctx.terminal, now=ctx.now)
+            run.final = run.final and ended
+            run.state["metrics"] = run.metrics.to_state()
     run.results = run.evaluator.results(final=run.final)
+    if run.metrics is not None:
+        run.results += run.metrics.results(final=run.final)
     run.snapshot = run.evaluator.to_state()
 
 
@@ -426,6 +453,8 @@ def commit_and_deliver(run: JobRun, stored: StoredState, description: dict[str, 
     results = run.results
     # Deterministic time of the data the statuses rest on, so a retried run repeats the same event.
     data_time = (evaluator.origin_us or 0) / 1e6 + evaluator.windows_evaluated * evaluator.scan_us / 1e6
+    if run.metrics is not None:
+        data_time = max(data_time, run.metrics.data_time())
     published: dict[str, str] = state.setdefault("published", {})
     changed = []
     for result in results:
