@@ -25,7 +25,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT / "tests" / "runtime" / "sampler"))
+sys.path.insert(0, str(ROOT / "tests"))
 
 from sampler_fakes import write_fake_smi  # noqa: E402  (the same fake nvidia-smi the tests use)
 
