@@ -32,7 +32,7 @@ class AlarmStack(cdk.Stack):
             "Reference stacks are deployed one at a time; in one account and region, give each job its own prefix.",
         )
         self.alarm = RuleAlarm(self, "Alarm",
-            training_job=self.job,
+            training_jobs=self.job.training_jobs,
             actions=[Email("ml-team@example.com"), SMS("+15555550100"), StopTraining()],
             statuses=["IssuesFound", "Error"],
         )

@@ -37,12 +37,12 @@ class DashboardStack(cdk.Stack):
                                    display_name="Training pipeline operations")
         self.ops_topic.add_subscription(subscriptions.EmailSubscription("ml-platform@example.com"))
         self.alarm = RuleAlarm(self, "Alarm",
-            training_job=self.job,
+            training_jobs=self.job.training_jobs,
             actions=[Email("ml-team@example.com")],
             ops_topic=self.ops_topic,
         )
         self.dashboard = TrainingDashboard(self, "Dashboard",
-            training_job=self.job,
+            training_jobs=self.job.training_jobs,
             alarm=self.alarm,
             ops_topic=self.ops_topic,
             dashboard_name="vision-train",

@@ -33,7 +33,7 @@ class ContractStack(cdk.Stack):
             instance_type="ml.g5.2xlarge",
             rule_set=self.rule_set,
         )
-        self.alarm = RuleAlarm(self, "Alarm", training_job=self.job, actions=[Email("ml-team@example.com")])
+        self.alarm = RuleAlarm(self, "Alarm", training_jobs=self.job.training_jobs, actions=[Email("ml-team@example.com")])
 
 
 class DebuggerContractStack(cdk.Stack):

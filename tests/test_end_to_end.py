@@ -63,7 +63,7 @@ def deployed() -> TemplateResolver:
         rules.LowGPUUtilization(threshold_p95=80, threshold_p5=10, window=10, patience=5)])
     job = ProfiledTrainingJob(stack, "Job", job_name_prefix="e2e-resnet", training_image=IMAGE,
                               instance_type="ml.g5.2xlarge", rule_set=rule_set, sampler=Sampler(interval_millis=100))
-    RuleAlarm(stack, "Alarm", training_job=job, actions=[Email("ml-team@example.com")])
+    RuleAlarm(stack, "Alarm", training_jobs=job.training_jobs, actions=[Email("ml-team@example.com")])
     return TemplateResolver("EndToEnd", Template.from_stack(stack).to_json(), REGION)
 
 

@@ -94,3 +94,16 @@ def test_the_runtime_packages_load_as_the_lambdas_load_them_without_tqdm():
 def test_importing_the_cli_loads_neither_tqdm_nor_boto3():
     """Both load when a command needs them (a bar on a terminal, an S3 URI or a job name), not at start."""
     assert _loaded_after("import cdk_sagemaker_debugger.cli", ("tqdm", "rich", "boto3")) == []
+
+
+def test_the_shared_contract_is_one_file_linked_into_the_lambda_packages():
+    """The strings and the job family both layers share live in model/contract.py. The runtime cannot import the
+    model (each asset holds one runtime package), so each package that needs it holds a symbolic link to that one
+    file, which the asset staging follows (runtime_function: follow_symlinks=ALWAYS); the file imports only the
+    standard library, so it runs unchanged on either side."""
+    contract = PACKAGE / "model" / "contract.py"
+    linked = sorted(p for p in (PACKAGE / "runtime").glob("*/contract_shared.py"))
+    assert [p.parent.name for p in linked] == ["evaluator", "rule_alarm"]
+    assert all(p.is_symlink() and p.resolve() == contract.resolve() for p in linked)
+    stdlib = {"__future__", "json", "collections.abc", "dataclasses", "typing"}
+    assert imported_modules(contract) <= stdlib

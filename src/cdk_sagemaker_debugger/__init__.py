@@ -48,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "MetricsSource": "cdk_sagemaker_debugger.constructs.rule_evaluator",
     "TrainingPipeline": "cdk_sagemaker_debugger.constructs.pipeline",
     "TrainingDashboard": "cdk_sagemaker_debugger.constructs.dashboard",
+    "TrainingJobs": "cdk_sagemaker_debugger.constructs.family",
 }
 
 _SUBMODULES = {"rules", "images", "debugger_rules", "model", "constructs", "runtime", "cli", "sampler"}
@@ -74,6 +75,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from . import debugger_rules, images, rules  # noqa: F401
     from .constructs.dashboard import TrainingDashboard  # noqa: F401
+    from .constructs.family import TrainingJobs  # noqa: F401
     from .constructs.pipeline import TrainingPipeline  # noqa: F401
     from .constructs.rule_alarm import RuleAlarm  # noqa: F401
     from .constructs.rule_evaluator import MetricsSource, RuleEvaluator  # noqa: F401

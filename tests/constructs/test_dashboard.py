@@ -16,6 +16,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk.assertions import Annotations, Match, Template
 from dashboard_schema import problems
@@ -29,6 +30,7 @@ from cdk_sagemaker_debugger import (
     RuleAlarm,
     RuleEngine,
     TrainingDashboard,
+    TrainingJobs,
     rules,
 )
 from cdk_sagemaker_debugger.constructs.dashboard import rule_thresholds
@@ -254,8 +256,8 @@ def test_cdk_nag_alarm_action_rule_passes_only_with_actions(tmp_path: Path) -> N
         app = cdk.App(outdir=str(out))
         stack = cdk.Stack(app, "Nag", env=US_EAST_1)
         job = _job(stack)
-        alarm = RuleAlarm(stack, "Alarm", training_job=job, actions=[Email("team@example.com")])
-        TrainingDashboard(stack, "Dashboard", training_job=job, alarm=alarm,
+        alarm = RuleAlarm(stack, "Alarm", training_jobs=job.training_jobs, actions=[Email("team@example.com")])
+        TrainingDashboard(stack, "Dashboard", training_jobs=job.training_jobs, alarm=alarm,
                           ops_topic=sns.Topic(stack, "Ops") if with_topic else None)
         cdk.Validations.of(app).add_plugins(HIPAASecurityChecks(app))
         with pytest.raises(RuntimeError, match="ValidationFailed"):  # the pack's other findings are not ours
@@ -341,8 +343,8 @@ def _stack() -> cdk.Stack:
 def test_the_rule_alarm_topic_as_ops_topic_admits_cloudwatch_in_its_own_key() -> None:
     stack = _stack()
     job = _job(stack)
-    alarm = RuleAlarm(stack, "Alarm", training_job=job, actions=[Email("team@example.com")])
-    TrainingDashboard(stack, "Dashboard", training_job=job, alarm=alarm, ops_topic=alarm.topic)
+    alarm = RuleAlarm(stack, "Alarm", training_jobs=job.training_jobs, actions=[Email("team@example.com")])
+    TrainingDashboard(stack, "Dashboard", training_jobs=job.training_jobs, alarm=alarm, ops_topic=alarm.topic)
     template = Template.from_stack(stack)
     key_id = [k for k in template.find_resources("AWS::KMS::Key") if k.startswith("AlarmTopicKey")][0]
     statements = template.to_json()["Resources"][key_id]["Properties"]["KeyPolicy"]["Statement"]
@@ -359,8 +361,8 @@ def test_rule_alarm_ops_topic_acts_on_its_two_alarms_and_none_without_it() -> No
     stack = _stack()
     job = _job(stack)
     ops = sns.Topic(stack, "Ops")
-    with_ops = RuleAlarm(stack, "WithOps", training_job=job, ops_topic=ops)
-    RuleAlarm(stack, "Without", training_job=job)
+    with_ops = RuleAlarm(stack, "WithOps", training_jobs=job.training_jobs, ops_topic=ops)
+    RuleAlarm(stack, "Without", training_jobs=job.training_jobs)
     template = Template.from_stack(stack)
     alarms = template.find_resources("AWS::CloudWatch::Alarm")
     ops_ref = {"Ref": stack.get_logical_id(ops.node.default_child)}
@@ -376,7 +378,7 @@ def test_rule_alarm_ops_topic_acts_on_its_two_alarms_and_none_without_it() -> No
 def test_more_actions_run_on_alarm_only() -> None:
     stack = _stack()
     ops, pager = sns.Topic(stack, "Ops"), sns.Topic(stack, "Pager")
-    dash = TrainingDashboard(stack, "Dashboard", training_job=_job(stack), ops_topic=ops,
+    dash = TrainingDashboard(stack, "Dashboard", training_jobs=_job(stack).training_jobs, ops_topic=ops,
                              alarm_actions=[cloudwatch_actions.SnsAction(pager)])
     resources = Template.from_stack(stack).to_json()["Resources"]
     ops_ref, pager_ref = ({"Ref": stack.get_logical_id(t.node.default_child)} for t in (ops, pager))
@@ -387,9 +389,14 @@ def test_more_actions_run_on_alarm_only() -> None:
         assert properties["OKActions"] == [ops_ref]
 
 
+def _legacy(stack: cdk.Stack, prefix: str = "legacy-") -> TrainingJobs:
+    bucket = stack.node.try_find_child("LegacyOut") or s3.Bucket.from_bucket_name(stack, "LegacyOut", "legacy-output")
+    return TrainingJobs.from_job_name_prefix(prefix, output_bucket=bucket)
+
+
 def test_jobs_started_elsewhere_by_prefix_and_instance_type() -> None:
     stack = _stack()
-    dash = TrainingDashboard(stack, "Dashboard", job_name_prefix="legacy-", instance_type="ml.p4d.24xlarge")
+    dash = TrainingDashboard(stack, "Dashboard", training_jobs=_legacy(stack), instance_type="ml.p4d.24xlarge")
     body = dashboard_body(Template.from_stack(stack))
     assert problems(body) == []
     titles = [w["properties"].get("title") for w in body["widgets"]]
@@ -404,7 +411,7 @@ def test_jobs_started_elsewhere_by_prefix_and_instance_type() -> None:
 
 def test_a_cpu_family_has_no_gpu_charts_no_watch_and_cpu_per_vcpu() -> None:
     stack = _stack()
-    dash = TrainingDashboard(stack, "Dashboard", training_job=_job(stack, "ml.m5.xlarge"))
+    dash = TrainingDashboard(stack, "Dashboard", training_jobs=_job(stack, "ml.m5.xlarge").training_jobs)
     body = dashboard_body(Template.from_stack(stack))
     assert problems(body) == []
     titles = [w["properties"].get("title") for w in body["widgets"]]
@@ -416,7 +423,7 @@ def test_a_cpu_family_has_no_gpu_charts_no_watch_and_cpu_per_vcpu() -> None:
 
 def test_without_alarms_the_header_spans_the_row_and_nothing_is_created_but_the_dashboard() -> None:
     stack = _stack()
-    dash = TrainingDashboard(stack, "Dashboard", training_job=_job(stack, rule_set=False), low_gpu_minutes=None,
+    dash = TrainingDashboard(stack, "Dashboard", training_jobs=_job(stack, rule_set=False).training_jobs, low_gpu_minutes=None,
                              dashboard_name="vision")
     template = Template.from_stack(stack)
     body = dashboard_body(template)
@@ -428,7 +435,7 @@ def test_without_alarms_the_header_spans_the_row_and_nothing_is_created_but_the_
 
 def test_gpus_per_host_for_an_instance_type_the_table_does_not_know() -> None:
     stack = _stack()
-    dash = TrainingDashboard(stack, "Dashboard", job_name_prefix="big-", instance_type="ml.p9-z900.metal",
+    dash = TrainingDashboard(stack, "Dashboard", training_jobs=_legacy(stack, "big-"), instance_type="ml.p9-z900.metal",
                              gpus_per_host=8, low_gpu_threshold=25, low_gpu_minutes=15)
     assert dash.devices == (8, None)
     body = dashboard_body(Template.from_stack(stack))
@@ -453,11 +460,11 @@ def test_rule_thresholds_read_standalone_rules_profiler_report_overrides_and_def
 
 
 BAD_PROPS = [
-    ({}, ConfigurationError, "Stack/Dashboard: training_job: give exactly one of training_job="),
-    ({"job_name_prefix": "team-x-", "training_job": "job"}, ConfigurationError, "give exactly one"),
-    ({"training_job": "vision-train"}, ConfigurationTypeError,
-     "training_job: expected a ProfiledTrainingJob, got str. For jobs started elsewhere pass job_name_prefix="),
-    ({"job_name_prefix": "bad prefix"}, ConfigurationError, "job_name_prefix: must be 1-63 letters, digits and hyphens"),
+    ({"training_jobs": "vision-train"}, ConfigurationTypeError,
+     "training_jobs: expected TrainingJobs, got str 'vision-train'. Pass job.training_jobs"),
+    ({"tag": ("team", "vision")}, ConfigurationError,
+     "training_jobs: cannot show the training jobs tagged team=vision: SageMaker's /aws/sagemaker/TrainingJobs "
+     "metrics carry only the host name"),
     ({"job_name_prefix": "team-x-"}, ConfigurationError,
      "instance_type: the instance type None is not given, so GPU utilisation cannot be shown per GPU. Pass "
      "instance_type="),
@@ -484,8 +491,14 @@ BAD_PROPS = [
 
 @pytest.mark.parametrize(("kwargs", "error", "message"), BAD_PROPS)
 def test_bad_props_name_the_construct_the_field_and_the_fix(kwargs: dict[str, Any], error: type, message: str) -> None:
+    stack = cdk.Stack(cdk.App(), "Stack", env=US_EAST_1)
+    bucket = s3.Bucket.from_bucket_name(stack, "Out", "team-x-output")
+    if "tag" in kwargs:
+        kwargs["training_jobs"] = TrainingJobs.from_tag(*kwargs.pop("tag"), output_bucket=bucket)
+    if "job_name_prefix" in kwargs:
+        kwargs["training_jobs"] = TrainingJobs.from_job_name_prefix(kwargs.pop("job_name_prefix"), output_bucket=bucket)
     with pytest.raises(error) as raised:
-        TrainingDashboard(cdk.Stack(cdk.App(), "Stack", env=US_EAST_1), "Dashboard", **kwargs)
+        TrainingDashboard(stack, "Dashboard", **kwargs)
     assert message in str(raised.value)
     assert str(raised.value).startswith("Stack/Dashboard: ")
 
@@ -496,13 +509,13 @@ def test_an_evaluator_of_another_family_is_refused() -> None:
     other = ProfiledTrainingJob(stack, "Other", job_name_prefix="other", training_image=IMAGE,
                                 instance_type="ml.g5.xlarge", rule_set=ProfilerRuleSet(stack, "OtherRules"))
     with pytest.raises(ConfigurationError, match="cannot evaluate this job"):
-        TrainingDashboard(stack, "Dashboard", training_job=job, evaluator=other.evaluator)
+        TrainingDashboard(stack, "Dashboard", training_jobs=job.training_jobs, evaluator=other.evaluator)
 
 
 def test_rule_alarm_refuses_an_ops_topic_that_is_not_a_topic() -> None:
     stack = _stack()
     with pytest.raises(ConfigurationTypeError, match=r"Variant/Alarm: ops_topic: expected an SNS topic"):
-        RuleAlarm(stack, "Alarm", job_name_prefix="x-", ops_topic="ops@example.com")
+        RuleAlarm(stack, "Alarm", training_jobs=_legacy(stack), ops_topic="ops@example.com")
 
 
 def test_debugger_jobs_point_at_debuggers_report_location() -> None:
@@ -510,7 +523,7 @@ def test_debugger_jobs_point_at_debuggers_report_location() -> None:
     job = ProfiledTrainingJob(stack, "Job", job_name_prefix="vision-train", training_image=IMAGE,
                               instance_type="ml.g5.xlarge", rule_engine=RuleEngine.DEBUGGER,
                               rule_set=ProfilerRuleSet(stack, "Rules", rules=[rules.ProfilerReport()]))
-    dash = TrainingDashboard(stack, "Dashboard", training_job=job)
+    dash = TrainingDashboard(stack, "Dashboard", training_jobs=job.training_jobs)
     body = dashboard_body(Template.from_stack(stack))
     assert dash.evaluator is None and problems(body) == []
     report = body["widgets"][-1]["properties"]["markdown"]
@@ -521,8 +534,8 @@ def test_debugger_jobs_point_at_debuggers_report_location() -> None:
 def test_a_key_defined_elsewhere_gets_a_warning_naming_the_statement() -> None:
     stack = _stack()
     key = kms.Key.from_key_arn(stack, "Key", f"arn:aws:kms:us-east-1:{ACCOUNT}:key/1234abcd-12ab-34cd-56ef-1234567890ab")
-    alarm = RuleAlarm(stack, "Alarm", job_name_prefix="legacy-", topic_key=key)
-    TrainingDashboard(stack, "Dashboard", job_name_prefix="legacy-", gpus_per_host=1, alarm=alarm,
+    alarm = RuleAlarm(stack, "Alarm", training_jobs=_legacy(stack), topic_key=key)
+    TrainingDashboard(stack, "Dashboard", training_jobs=_legacy(stack), gpus_per_host=1, alarm=alarm,
                       ops_topic=alarm.topic)
     Annotations.from_stack(stack).has_warning(
         "/Variant/Dashboard", Match.string_like_regexp(r"kms:Decrypt and kms:GenerateDataKey\*"))

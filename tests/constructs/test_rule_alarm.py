@@ -15,12 +15,22 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_events_targets as targets
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match, Template
 from helpers import scrub
 from syrupy.extensions.json import JSONSnapshotExtension
 
-from cdk_sagemaker_debugger import SMS, Email, ProfiledTrainingJob, ProfilerRuleSet, RuleAlarm, StopTraining, rules
+from cdk_sagemaker_debugger import (
+    SMS,
+    Email,
+    ProfiledTrainingJob,
+    ProfilerRuleSet,
+    RuleAlarm,
+    StopTraining,
+    TrainingJobs,
+    rules,
+)
 from cdk_sagemaker_debugger.model.errors import ConfigurationError, ConfigurationTypeError
 from stacks.alarm_stack import AlarmStack
 
@@ -75,6 +85,11 @@ def _by_action(statements: list[dict[str, Any]]) -> dict[str, list[dict[str, Any
         for action in [actions] if isinstance(actions, str) else actions:
             by_action.setdefault(action, []).append(statement)
     return by_action
+
+
+def _own_job_arn(suffix: str) -> dict[str, Any]:
+    """A ProfiledTrainingJob's ARN pattern (built with the partition literal of the stack's region)."""
+    return {"Fn::Join": ["", ["arn:aws:sagemaker:us-east-1:", {"Ref": "AWS::AccountId"}, f":training-job/{suffix}"]]}
 
 
 def _job_arn(suffix: str) -> dict[str, Any]:
@@ -168,7 +183,7 @@ def test_handler_is_arm64_python_with_its_configuration(template: Template) -> N
     assert props["Environment"]["Variables"] == {
         "TABLE_NAME": {"Ref": table_id},
         "TOPIC_ARN": {"Ref": topic_id},
-        "JOB_NAME_PREFIX": "resnet-exp-",
+        "JOB_FAMILY": '{"job_name_prefix": "resnet-exp-"}',
         "ALARM_ID": "Alarm/Alarm",
         "STATUSES": '["IssuesFound", "Error"]',
         "EVENT_BUS_NAME": "default",
@@ -176,6 +191,7 @@ def test_handler_is_arm64_python_with_its_configuration(template: Template) -> N
         "ACCOUNT_ID": {"Ref": "AWS::AccountId"},
         "MAX_MESSAGES_PER_JOB": "25",
         "KNOWN_RULES": '["LowGPUUtilization", "ProfilerReport"]',
+        "STOP": "true",
         "STOP_PREFIX": "resnet-exp-",
         "EXECUTION_ROLE_ARN": {"Fn::GetAtt": [role_id, "Arn"]},
     }
@@ -188,7 +204,7 @@ def test_the_synthesized_environment_is_what_the_handler_reads(template: Templat
     variables = _handler(template)[1]["Environment"]["Variables"]
     deployed = {name: value if isinstance(value, str) else f"<{json.dumps(value)}>" for name, value in variables.items()}
     settings = Settings.from_environment(deployed)
-    assert settings.job_name_prefix == settings.stop_prefix == "resnet-exp-"
+    assert settings.family.job_name_prefix == settings.stop_prefix == "resnet-exp-"
     assert settings.statuses == frozenset({"IssuesFound", "Error"}) and settings.rule_names is None
     assert settings.known_rules == frozenset({"LowGPUUtilization", "ProfilerReport"})
     assert settings.max_messages_per_job == 25 and settings.transition_ttl_days == 90
@@ -198,8 +214,8 @@ def test_the_synthesized_environment_is_what_the_handler_reads(template: Templat
 def test_stop_is_scoped_to_the_prefix_without_pass_role_or_wildcards(template: Template) -> None:
     statements = _handler_statements(template)
     by_action = _by_action(statements)
-    assert [s["Resource"] for s in by_action["sagemaker:StopTrainingJob"]] == [_job_arn("resnet-exp-*")]
-    assert [s["Resource"] for s in by_action["sagemaker:DescribeTrainingJob"]] == [_job_arn("resnet-exp-*")]
+    assert [s["Resource"] for s in by_action["sagemaker:StopTrainingJob"]] == [_own_job_arn("resnet-exp-*")]
+    assert [s["Resource"] for s in by_action["sagemaker:DescribeTrainingJob"]] == [_own_job_arn("resnet-exp-*")]
     assert not any(action.startswith("iam:") for action in by_action)
     assert all(s["Resource"] != "*" for s in statements)
     assert not any("*" in action.split(":")[1] for action in by_action if not action.startswith("kms:"))
@@ -268,7 +284,7 @@ def test_cdk_nag_is_clean_with_specific_reasons(synthesized: dict[str, Any]) -> 
         "AwsSolutions-IAM5[Action::kms:GenerateDataKey*]",
         "AwsSolutions-IAM5[Resource::<JobOutputBucket44705424.Arn>/training/resnet-exp-*/rule-output/*/"
         "evaluator-output/evaluation-summary.json]",
-        "AwsSolutions-IAM5[Resource::arn:<AWS::Partition>:sagemaker:us-east-1:<AWS::AccountId>:training-job/resnet-exp-*]",
+        "AwsSolutions-IAM5[Resource::arn:aws:sagemaker:us-east-1:<AWS::AccountId>:training-job/resnet-exp-*]",
     ]
     assert all(len(v["reason"]) > 60 for v in ours)
     # each on the handler role's default policy alone, never on the role or the alarm as a whole
@@ -290,8 +306,10 @@ def test_asset_holds_only_the_rule_alarm_package(synthesized: dict[str, Any]) ->
     asset = synthesized["out"] / f"asset.{code['S3Key'].split('.')[0]}"
     files = {p.relative_to(asset).as_posix() for p in asset.rglob("*") if p.is_file()}
     assert files == {f"rule_alarm/{name}" for name in (
-        "__init__.py", "alarm.py", "events.py", "handler.py", "ledger.py", "logs.py", "message.py", "reports.py",
-        "settings.py")}
+        "__init__.py", "alarm.py", "contract_shared.py", "events.py", "handler.py", "ledger.py", "logs.py", "message.py",
+        "reports.py", "settings.py")}
+    # the shared contract is shipped as a file (the source tree links it to model/contract.py)
+    assert not (asset / "rule_alarm" / "contract_shared.py").is_symlink()
     # Lambda imports the handler as a top-level package, with boto3 but without this library or aws_cdk loaded
     probe = (
         "import sys, rule_alarm.handler as h; assert callable(h.handler);"
@@ -323,7 +341,8 @@ def job_stack() -> tuple[cdk.Stack, ProfiledTrainingJob]:
 
 def test_prefix_alarm_for_jobs_started_elsewhere_with_rule_names_and_a_narrower_stop() -> None:
     stack = cdk.Stack(cdk.App(), "Legacy", env=US_EAST_1)
-    alarm = RuleAlarm(stack, "Alarm", job_name_prefix="Legacy-",
+    alarm = RuleAlarm(stack, "Alarm", training_jobs=TrainingJobs.from_job_name_prefix(
+                          "Legacy-", output_bucket=s3.Bucket.from_bucket_name(stack, "Out", "legacy-output")),
                       actions=[StopTraining(training_job_prefix="Legacy-gpu")],
                       rule_names=["LowGPUUtilization", "LowGPUUtilization"])
     queue = sqs.Queue(stack, "Slack", enforce_ssl=True)
@@ -332,12 +351,11 @@ def test_prefix_alarm_for_jobs_started_elsewhere_with_rule_names_and_a_narrower_
 
     assert alarm.stop_prefix == "Legacy-gpu" and alarm.rule_names == ("LowGPUUtilization",)
     env = _handler(template)[1]["Environment"]["Variables"]
-    assert env["JOB_NAME_PREFIX"] == "Legacy-" and env["STOP_PREFIX"] == "Legacy-gpu"
+    assert env["JOB_FAMILY"] == '{"job_name_prefix": "Legacy-"}' and env["STOP_PREFIX"] == "Legacy-gpu"
     assert env["RULE_NAMES"] == '["LowGPUUtilization"]' and env["STATUSES"] == '["IssuesFound"]'
     by_action = _by_action(_handler_statements(template))
-    # SageMaker writes job ARNs in lower case, so both spellings of a mixed-case prefix are allowed
-    assert [s["Resource"] for s in by_action["sagemaker:StopTrainingJob"]] == [
-        [_job_arn("Legacy-gpu*"), _job_arn("legacy-gpu*")]]
+    # SageMaker writes job ARNs in lower case: the ARN pattern is lower case (model/job_family.py)
+    assert [s["Resource"] for s in by_action["sagemaker:StopTrainingJob"]] == [_job_arn("legacy-gpu*")]
     template.resource_count_is("AWS::SNS::Subscription", 0)
     rule_id = stack.get_logical_id(transitions.node.default_child)
     assert template.to_json()["Resources"][rule_id]["Properties"]["EventPattern"] == {
@@ -354,7 +372,7 @@ def test_prefix_alarm_for_jobs_started_elsewhere_with_rule_names_and_a_narrower_
 
 def test_alarm_without_stop_has_no_stop_permission_and_adds_subscribers(job_stack) -> None:
     stack, job = job_stack
-    alarm = RuleAlarm(stack, "NotifyOnly", training_job=job, actions=[Email("a@example.com")],
+    alarm = RuleAlarm(stack, "NotifyOnly", training_jobs=job.training_jobs, actions=[Email("a@example.com")],
                       rule_names=["LowGPUUtilization"])
     alarm.add_email_subscriber("b@example.com").add_sms_subscriber("+442071838750")
     template = Template.from_stack(stack)
@@ -377,52 +395,40 @@ def _handler_statements_of(template: Template, alarm: RuleAlarm) -> list[dict[st
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
-        ({}, ConfigurationError, "give exactly one of training_job= (a ProfiledTrainingJob) or job_name_prefix="),
-        ({"job_name_prefix": "exp-", "training_job": "job"}, ConfigurationError, "give exactly one of"),
-        ({"training_job": "exp-"}, ConfigurationTypeError, "expected a ProfiledTrainingJob, got str"),
-        ({"job_name_prefix": "exp_*"}, ConfigurationError, "got 'exp_*' with '*_'."),
-        ({"job_name_prefix": ""}, ConfigurationError, "must be 1-63 letters, digits and hyphens"),
-        ({"job_name_prefix": "a"}, ConfigurationError,
-         "job_name_prefix: 'a' is 1 character, which matches every job whose name starts with it, other teams' jobs "
-         "included. Use a prefix of at least 3 characters, for example 'team-a-'."),
-        ({"job_name_prefix": "exp-", "max_messages_per_job": 0}, ConfigurationError,
+        ({"max_messages_per_job": 0}, ConfigurationError,
          "max_messages_per_job: must be between 1 and 1000 messages per training job, got 0."),
-        ({"job_name_prefix": "exp-", "reserved_concurrency": 2000}, ConfigurationError,
+        ({"reserved_concurrency": 2000}, ConfigurationError,
          "reserved_concurrency: must be between 1 and 1000 concurrent executions"),
-        ({"job_name_prefix": "exp-", "transition_retention": cdk.Duration.millis(90_000_000_500)}, ConfigurationError,
+        ({"transition_retention": cdk.Duration.millis(90_000_000_500)}, ConfigurationError,
          "transition_retention: must be a whole number of seconds, got 90000000500 milliseconds"),
-        ({"job_name_prefix": "exp-", "execution_role": "arn:aws:iam::123456789012:role/x"}, ConfigurationTypeError,
-         "execution_role: expected an iam.IRole such as iam.Role.from_role_arn("),
-        ({"job_name_prefix": "exp-", "output_bucket": "team-a-output"}, ConfigurationTypeError,
-         "output_bucket: expected an s3.IBucket"),
-        ({"job_name_prefix": "exp-", "topic_key": "alias/team-a"}, ConfigurationTypeError,
+        ({"topic_key": "alias/team-a"}, ConfigurationTypeError,
          "topic_key: expected a kms.IKey, got str 'alias/team-a'."),
-        ({"job_name_prefix": "exp-", "log_retention": "3 months"}, ConfigurationTypeError,
+        ({"log_retention": "3 months"}, ConfigurationTypeError,
          "log_retention: expected a RetentionDays such as logs.RetentionDays.THREE_MONTHS"),
-        ({"job_name_prefix": 7}, ConfigurationTypeError, "expected a job-name prefix string"),
-        ({"job_name_prefix": "exp-", "statuses": ["IssueFound"]}, ConfigurationError,
+        ({"statuses": ["IssueFound"]}, ConfigurationError,
          "'IssueFound' is not a rule verdict; use one of IssuesFound, Error, NoIssuesFound, Stopped. Did you mean "
          "'IssuesFound'?"),
-        ({"job_name_prefix": "exp-", "statuses": []}, ConfigurationError, "must name at least one status"),
-        ({"job_name_prefix": "exp-", "statuses": "IssuesFound"}, ConfigurationTypeError, "expected a list of statuses"),
-        ({"job_name_prefix": "exp-", "rule_names": []}, ConfigurationError, "pass None for every rule"),
-        ({"job_name_prefix": "exp-", "actions": ["ml-team@example.com"]}, ConfigurationTypeError,
+        ({"statuses": []}, ConfigurationError, "must name at least one status"),
+        ({"statuses": "IssuesFound"}, ConfigurationTypeError, "expected a list of statuses"),
+        ({"rule_names": []}, ConfigurationError, "pass None for every rule"),
+        ({"actions": ["ml-team@example.com"]}, ConfigurationTypeError,
          "item 0 is str 'ml-team@example.com'; expected Email(...), SMS(...) or StopTraining(...). Build it with "
          "Email('team@example.com')."),
-        ({"job_name_prefix": "exp-", "actions": [Email("a@example.com"), Email("a@example.com")]}, ConfigurationError,
+        ({"actions": [Email("a@example.com"), Email("a@example.com")]}, ConfigurationError,
          "'a@example.com' is given twice."),
-        ({"job_name_prefix": "exp-", "actions": [StopTraining(), StopTraining("exp-a")]}, ConfigurationError,
+        ({"actions": [StopTraining(), StopTraining("exp-a")]}, ConfigurationError,
          "more than one StopTraining"),
-        ({"job_name_prefix": "exp-", "actions": [StopTraining("prod-")]}, ConfigurationError,
+        ({"actions": [StopTraining("prod-")]}, ConfigurationError,
          "StopTraining prefix 'prod-' and the watched prefix 'exp-' share no job"),
-        ({"job_name_prefix": "exp-", "transition_retention": cdk.Duration.hours(1)}, ConfigurationError,
+        ({"transition_retention": cdk.Duration.hours(1)}, ConfigurationError,
          "must be at least one day"),
     ],
 )
 def test_bad_props_name_the_construct_the_field_and_the_fix(kwargs: dict[str, Any], error: type, message: str) -> None:
     stack = cdk.Stack(cdk.App(), "Bad")
+    jobs = TrainingJobs.from_job_name_prefix("exp-", output_bucket=s3.Bucket.from_bucket_name(stack, "Out", "out"))
     with pytest.raises(error) as caught:
-        RuleAlarm(stack, "Alarm", **kwargs)
+        RuleAlarm(stack, "Alarm", training_jobs=jobs, **kwargs)
     assert str(caught.value).startswith("Bad/Alarm: ")
     assert message in str(caught.value)
 
@@ -430,7 +436,7 @@ def test_bad_props_name_the_construct_the_field_and_the_fix(kwargs: dict[str, An
 def test_rule_names_are_checked_against_the_job(job_stack) -> None:
     stack, job = job_stack
     with pytest.raises(ConfigurationError) as caught:
-        RuleAlarm(stack, "Typo", training_job=job, rule_names=["LowGpuUtilization"])
+        RuleAlarm(stack, "Typo", training_jobs=job.training_jobs, rule_names=["LowGpuUtilization"])
     assert str(caught.value) == (
         "Variants/Typo: rule_names: 'LowGpuUtilization' is not a rule of the training job (its rules: "
         "LowGPUUtilization, ProfilerReport). Did you mean 'LowGPUUtilization'?"
@@ -439,13 +445,13 @@ def test_rule_names_are_checked_against_the_job(job_stack) -> None:
 
 def test_stop_training_prefix_wider_than_the_job_narrows_to_the_job(job_stack) -> None:
     stack, job = job_stack
-    alarm = RuleAlarm(stack, "Wide", training_job=job, actions=[StopTraining("ResNet")])
+    alarm = RuleAlarm(stack, "Wide", training_jobs=job.training_jobs, actions=[StopTraining("ResNet")])
     assert alarm.stop_prefix == "ResNet-Exp-"
 
 
 def test_invalid_subscriber_is_refused_before_anything_is_added(job_stack) -> None:
     stack, job = job_stack
-    alarm = RuleAlarm(stack, "Subscribers", training_job=job, actions=[SMS("+15555550100")])
+    alarm = RuleAlarm(stack, "Subscribers", training_jobs=job.training_jobs, actions=[SMS("+15555550100")])
     children = len(alarm.topic.node.children)
     with pytest.raises(ConfigurationError):
         alarm.add_sms_subscriber("555-0100")
@@ -458,7 +464,8 @@ def test_deploy_time_prefix_is_used_as_given_in_the_policy() -> None:
     """A prefix from a CfnParameter cannot be lower-cased at synth: the policy uses the parameter itself."""
     stack = cdk.Stack(cdk.App(), "Stack", env=cdk.Environment(region="us-east-1"))
     prefix = cdk.CfnParameter(stack, "Prefix", default="team-a-").value_as_string
-    RuleAlarm(stack, "Alarm", job_name_prefix=prefix, actions=[Email("a@example.com"), StopTraining()])
+    RuleAlarm(stack, "Alarm", actions=[Email("a@example.com"), StopTraining()],
+              training_jobs=TrainingJobs.from_job_name_prefix(prefix, output_bucket=s3.Bucket(stack, "Out")))
     policies = json.dumps(Template.from_stack(stack).find_resources("AWS::IAM::Policy"))
     assert "token" not in policies.lower()  # no lower-cased token text leaked into an ARN
     assert '":training-job/", {"Ref": "Prefix"}, "*"' in policies
@@ -473,9 +480,9 @@ def test_an_alarm_in_another_region_than_its_job_fails() -> None:
     job = ProfiledTrainingJob(jobs, "Job", job_name_prefix="resnet-exp", training_image=IMAGE)
     elsewhere = cdk.Stack(app, "Elsewhere", env=cdk.Environment(region="eu-west-1"))
     with pytest.raises(ConfigurationError) as caught:
-        RuleAlarm(elsewhere, "Alarm", training_job=job, actions=[Email("a@example.com")])
+        RuleAlarm(elsewhere, "Alarm", training_jobs=job.training_jobs, actions=[Email("a@example.com")])
     assert str(caught.value) == (
-        "Elsewhere/Alarm: training_job: The RuleAlarm is in eu-west-1, but the training job Jobs/Job runs in us-east-1; "
+        "Elsewhere/Alarm: training_jobs: The RuleAlarm is in eu-west-1, but the training job Jobs/Job runs in us-east-1; "
         "it would never hear of the job's runs (SageMaker's events and job listings stay in the job's region). Create "
         "it in a stack in us-east-1."
     )
@@ -485,22 +492,22 @@ def test_a_one_character_job_prefix_gives_a_watched_prefix_too_short_to_trust() 
     stack = cdk.Stack(cdk.App(), "Short", env=US_EAST_1)
     job = ProfiledTrainingJob(stack, "Job", job_name_prefix="a", training_image=IMAGE)
     with pytest.raises(ConfigurationError) as caught:
-        RuleAlarm(stack, "Alarm", training_job=job)
+        RuleAlarm(stack, "Alarm", training_jobs=job.training_jobs)
     assert str(caught.value).startswith(
-        "Short/Alarm: job_name_prefix: the training job's prefix 'a' gives the watched prefix 'a-', which matches every "
+        "Short/Job: job_name_prefix: the training job's prefix 'a' gives the watched prefix 'a-', which matches every "
         "job whose name starts with it")
 
 
-def test_a_bare_prefix_alarm_says_what_it_trusts_and_hears_no_unverifiable_verdicts() -> None:
+def test_a_bare_prefix_alarm_says_what_it_trusts() -> None:
     from aws_cdk.assertions import Annotations
 
     stack = cdk.Stack(cdk.App(), "Legacy", env=US_EAST_1)
-    alarm = RuleAlarm(stack, "Alarm", job_name_prefix="legacy-", actions=[StopTraining()])
-    assert alarm.verdict_rule is None and alarm.execution_role is None
+    alarm = RuleAlarm(stack, "Alarm", training_jobs=TrainingJobs.from_job_name_prefix(
+        "legacy-", output_bucket=s3.Bucket.from_bucket_name(stack, "Out", "legacy-output")), actions=[StopTraining()])
+    assert alarm.execution_role is None
     annotations = Annotations.from_stack(stack)
-    (warning,) = annotations.find_warning("/Legacy/Alarm", Match.string_like_regexp("acts on every training job"))
+    (warning,) = annotations.find_warning("/Legacy/Alarm", Match.string_like_regexp("acts on every one of the"))
     assert "Pass execution_role=" in warning.entry.data
-    assert annotations.find_info("/Legacy/Alarm", Match.string_like_regexp("Without output_bucket="))
     env = _handler(Template.from_stack(stack))[1]["Environment"]["Variables"]
     assert "EXECUTION_ROLE_ARN" not in env and "KNOWN_RULES" not in env
 
@@ -513,8 +520,8 @@ def test_a_bare_prefix_alarm_with_the_family_role_and_bucket() -> None:
     stack = cdk.Stack(cdk.App(), "Legacy", env=US_EAST_1)
     role = iam.Role.from_role_arn(stack, "Role", "arn:aws:iam::123456789012:role/team-a-training")
     bucket = s3.Bucket.from_bucket_name(stack, "Out", "team-a-output")
-    alarm = RuleAlarm(stack, "Alarm", job_name_prefix="legacy-", execution_role=role, output_bucket=bucket,
-                      max_messages_per_job=3, reserved_concurrency=None)
+    alarm = RuleAlarm(stack, "Alarm", training_jobs=TrainingJobs.from_job_name_prefix(
+        "legacy-", execution_role=role, output_bucket=bucket), max_messages_per_job=3, reserved_concurrency=None)
     template = Template.from_stack(stack)
     props = _handler(template)[1]
     assert "ReservedConcurrentExecutions" not in props
@@ -525,14 +532,14 @@ def test_a_bare_prefix_alarm_with_the_family_role_and_bucket() -> None:
     reads = [s for s in _handler_statements(template) if s["Action"] == "s3:GetObject"]
     assert [s["Resource"] for s in reads] == [{"Fn::Join": ["", [
         "arn:", {"Ref": "AWS::Partition"},
-        ":s3:::team-a-output/*legacy-*/rule-output/*/evaluator-output/evaluation-summary.json"]]}]
-    assert Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("acts on every training job")) == []
+        ":s3:::team-a-output/legacy-*/rule-output/*/evaluator-output/evaluation-summary.json"]]}]
+    assert Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp("acts on every one")) == []
 
 
-def test_execution_role_is_for_bare_prefixes_only(job_stack) -> None:
-    from aws_cdk import aws_iam as iam
-
+def test_training_jobs_is_required_and_typed(job_stack) -> None:
     stack, job = job_stack
-    role = iam.Role.from_role_arn(stack, "OtherRole", "arn:aws:iam::123456789012:role/other")
-    with pytest.raises(ConfigurationError, match=r"^Variants/Both: execution_role: execution_role= is for "):
-        RuleAlarm(stack, "Both", training_job=job, execution_role=role)
+    with pytest.raises(ConfigurationTypeError, match=r"^Variants/Str: training_jobs: expected TrainingJobs, got str "
+                                                     r"'exp-'. Pass job.training_jobs for a ProfiledTrainingJob"):
+        RuleAlarm(stack, "Str", training_jobs="exp-")
+    with pytest.raises(TypeError):
+        RuleAlarm(stack, "Old", training_job=job)  # the 0.x keywords are gone

@@ -13,10 +13,8 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Match, Template
-from helpers import scrub
-from syrupy.extensions.json import JSONSnapshotExtension
 
-from cdk_sagemaker_debugger import MetricsSource, ProfiledTrainingJob, RuleEvaluator, rules
+from cdk_sagemaker_debugger import MetricsSource, ProfiledTrainingJob, RuleEvaluator, TrainingJobs, rules
 from cdk_sagemaker_debugger.model.errors import ConfigurationError
 from stacks.evaluator_stack import EvaluatorStack
 
@@ -53,7 +51,7 @@ def test_function_is_arm64_python_with_the_benchmarked_size(template: Template):
     assert props["MemorySize"] == 1769 and props["Timeout"] == 300
     assert props["ReservedConcurrentExecutions"] == 5
     env = props["Environment"]["Variables"]
-    assert env["JOB_NAME_PREFIX"] == "llm-finetune-" and env["SOURCE"] == "AUTO"
+    assert env["JOB_FAMILY"] == '{"job_name_prefix": "llm-finetune-"}' and env["SOURCE"] == "AUTO"
     assert env["EVENT_BUS_NAME"] == {"Ref": _bus_id(template)} and env["METRIC_NAMESPACE"] == "CdkSageMakerDebugger"
     assert json.loads(env["RULES"]) == [
         {"configuration_name": "ProfilerReport", "rule_to_invoke": "ProfilerReport",
@@ -97,9 +95,9 @@ def test_every_evaluator_of_a_stack_joins_the_one_bus_even_after_the_alarm_creat
 
     stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-east-1"))
     job = _job(stack)
-    alarm = RuleAlarm(stack, "Alarm", training_job=job)  # creates the bus; nobody may publish yet
-    first = RuleEvaluator(stack, "A", training_job=job)
-    second = RuleEvaluator(stack, "B", job_name_prefix="team-b-", output_bucket=s3.Bucket(stack, "Out"))
+    alarm = RuleAlarm(stack, "Alarm", training_jobs=job.training_jobs)  # creates the bus; nobody may publish yet
+    first = RuleEvaluator(stack, "A", training_jobs=job.training_jobs)
+    second = RuleEvaluator(stack, "B", training_jobs=TrainingJobs.from_job_name_prefix("team-b-", output_bucket=s3.Bucket(stack, "Out")))
     template = Template.from_stack(stack)
     template.resource_count_is("AWS::Events::EventBus", 1)
     bus = verdict_bus(stack)
@@ -199,10 +197,6 @@ def test_asset_holds_only_the_evaluator_package(synthesized: dict[str, Any]):
     assert done.returncode == 0, done.stderr
 
 
-def test_snapshot(template: Template, snapshot):
-    assert scrub(template.to_json()) == snapshot.use_extension(JSONSnapshotExtension)
-
-
 # -- props and errors ---------------------------------------------------------------------------------------------------
 def _job(stack: cdk.Stack, **kwargs: Any) -> ProfiledTrainingJob:
     return ProfiledTrainingJob(stack, "Job", job_name_prefix="exp", training_image=IMAGE,
@@ -213,8 +207,9 @@ def test_prefix_and_bucket_without_a_job_and_cloudwatch_only():
     app = cdk.App()
     stack = cdk.Stack(app, "S", env=cdk.Environment(region="eu-west-1"))
     bucket = s3.Bucket.from_bucket_name(stack, "Out", "team-training-output")
-    evaluator = RuleEvaluator(stack, "Evaluator", job_name_prefix="team-a-", output_bucket=bucket,
-                              output_prefix="jobs", source=MetricsSource.CLOUDWATCH)
+    evaluator = RuleEvaluator(stack, "Evaluator", source=MetricsSource.CLOUDWATCH,
+                              training_jobs=TrainingJobs.from_job_name_prefix("team-a-", output_bucket=bucket,
+                                                                              output_prefix="jobs"))
     assert evaluator.rule_configurations == [
         {"configuration_name": "ProfilerReport", "rule_to_invoke": "ProfilerReport", "parameters": {}}]
     metric = evaluator.metric_rule_issues_found("LowGPUUtilization")
@@ -223,7 +218,7 @@ def test_prefix_and_bucket_without_a_job_and_cloudwatch_only():
     evaluator.on_status_change("Issues", statuses=["IssuesFound"])
     template = Template.from_stack(stack)
     template.has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": Match.object_like(
-        {"SOURCE": "CLOUDWATCH", "JOB_NAME_PREFIX": "team-a-"})}})
+        {"SOURCE": "CLOUDWATCH", "JOB_FAMILY": '{"job_name_prefix": "team-a-"}'})}})
     template.has_resource_properties("AWS::Events::Rule", {"EventPattern": {
         "source": ["cdk-sagemaker-debugger"], "detail-type": ["Profiler Rule Evaluation Status Change"],
         "detail": {"TrainingJobName": [{"prefix": "team-a-"}],
@@ -233,52 +228,76 @@ def test_prefix_and_bucket_without_a_job_and_cloudwatch_only():
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({}, "give exactly one of training_job= or job_name_prefix="),
-        ({"job_name_prefix": "team-a-"}, "job_name_prefix= needs output_bucket="),
-        ({"job_name_prefix": "team-a-", "with_job": True}, "give exactly one of"),
-        ({"job_name_prefix": "team-a-", "with_bucket": True, "memory_size": 64}, "between 128 and 10240 MB"),
-        ({"job_name_prefix": "team-a-", "with_bucket": True, "memory_size": "2 GB"}, "expected a whole number of MB"),
-        ({"job_name_prefix": "team-a-", "with_bucket": True, "source": "AUTO"}, "expected a MetricsSource"),
-        # prefixes no training job name can have, or so short they match other teams' jobs
-        ({"job_name_prefix": "exp_", "with_bucket": True}, "job_name_prefix: must be 1-63 letters, digits and hyphens"),
-        ({"job_name_prefix": "exp-*", "with_bucket": True}, "got 'exp-*' with '*'"),
-        ({"job_name_prefix": "-exp", "with_bucket": True}, "starting with a letter or digit"),
-        ({"job_name_prefix": "ab", "with_bucket": True}, "'ab' is 2 characters, which matches every job"),
-        ({"job_name_prefix": "team-a-", "with_bucket": True, "timeout": cdk.Duration.minutes(20)},
-         "timeout: must be between 60 and 900 seconds, got 20 minutes (1200 s)"),
-        ({"job_name_prefix": "team-a-", "with_bucket": True, "timeout": cdk.Duration.millis(90_500)},
+        ({"memory_size": 64}, "between 128 and 10240 MB"),
+        ({"memory_size": "2 GB"}, "expected a whole number of MB"),
+        ({"source": "AUTO"}, "expected a MetricsSource"),
+        ({"timeout": cdk.Duration.minutes(20)}, "timeout: must be between 60 and 900 seconds, got 20 minutes (1200 s)"),
+        ({"timeout": cdk.Duration.millis(90_500)},
          "timeout: must be a whole number of seconds, got 90500 milliseconds. Use Duration.seconds(...)"),
-        ({"job_name_prefix": "team-a-", "with_bucket": True, "reserved_concurrency": 0},
-         "reserved_concurrency: must be between 1 and 1000"),
+        ({"reserved_concurrency": 0}, "reserved_concurrency: must be between 1 and 1000"),
         # objects of the wrong kind fail by name instead of deep inside CDK
-        ({"job_name_prefix": "team-a-", "output_bucket": "team-a-output"},
-         "output_bucket: expected an s3.IBucket such as s3.Bucket.from_bucket_name(stack, 'Out', 'my-bucket'), got str"),
-        ({"job_name_prefix": "team-a-", "with_bucket": True, "event_bus": "default"},
+        ({"training_jobs": "team-a-"}, "training_jobs: expected TrainingJobs, got str 'team-a-'. Pass job.training_jobs"),
+        ({"event_bus": "default"},
          "event_bus: expected an events.IEventBus (or leave it unset for the stack's verdict bus), got str 'default'."),
-        ({"job_name_prefix": "team-a-", "with_bucket": True, "log_retention": 90},
-         "log_retention: expected a RetentionDays such as logs.RetentionDays.THREE_MONTHS, got int 90."),
-        ({"job_name_prefix": "team-a-", "with_bucket": True, "metric_namespace": "AWS/SageMaker"},
+        ({"log_retention": 90}, "log_retention: expected a RetentionDays such as logs.RetentionDays.THREE_MONTHS, got int 90."),
+        ({"metric_namespace": "AWS/SageMaker"},
          "metric_namespace: must be a CloudWatch namespace of 1-255 characters, not starting with 'AWS/' or ':'"),
-        ({"job_name_prefix": "team-a-", "with_bucket": True, "output_prefix": 7},
-         "output_prefix: expected a key prefix string such as 'training', got int 7."),
     ],
 )
 def test_bad_props_name_the_construct_and_the_fix(kwargs: dict[str, Any], message: str):
     app = cdk.App()
     stack = cdk.Stack(app, "S")
-    if kwargs.pop("with_job", False):
-        kwargs["training_job"] = _job(stack)
-    if kwargs.pop("with_bucket", False):
-        kwargs["output_bucket"] = s3.Bucket.from_bucket_name(stack, "B", "bucket-name")
+    kwargs.setdefault("training_jobs", TrainingJobs.from_job_name_prefix(
+        "team-a-", output_bucket=s3.Bucket.from_bucket_name(stack, "B", "bucket-name")))
     with pytest.raises(ConfigurationError, match=re.escape(message)) as info:
         RuleEvaluator(stack, "Evaluator", **kwargs)
-    assert "S/Evaluator" in str(info.value)
+    assert str(info.value).startswith("S/Evaluator: ")
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        # prefixes no training job name can have, or so short they match other teams' jobs
+        ({"prefix": "exp_"}, "prefix: must be 1-63 letters, digits and hyphens"),
+        ({"prefix": "exp-*"}, "got 'exp-*' with '*'"),
+        ({"prefix": "-exp"}, "starting with a letter or digit"),
+        ({"prefix": "ab"}, "'ab' is 2 characters, which matches every job"),
+        ({"prefix": 7}, "prefix: expected a job-name prefix string such as 'resnet-exp-', got int 7."),
+        ({"output_bucket": "team-a-output"},
+         "output_bucket: expected an s3.IBucket such as s3.Bucket.from_bucket_name(stack, 'Out', 'my-bucket'), got str"),
+        ({"output_bucket": None}, "output_bucket: needs output_bucket="),
+        ({"output_prefix": 7}, "output_prefix: expected a key prefix string such as 'training', got int 7."),
+        ({"execution_role": "arn:aws:iam::123456789012:role/x"},
+         "execution_role: expected an iam.IRole such as iam.Role.from_role_arn("),
+    ],
+)
+def test_bad_families_name_the_factory_the_field_and_the_fix(kwargs: dict[str, Any], message: str):
+    stack = cdk.Stack(cdk.App(), "S")
+    args = {"prefix": "team-a-", "output_bucket": s3.Bucket.from_bucket_name(stack, "B", "bucket-name"), **kwargs}
+    with pytest.raises(ConfigurationError, match=re.escape(message)) as info:
+        TrainingJobs.from_job_name_prefix(**args)
+    assert str(info.value).startswith("TrainingJobs")
+
+
+@pytest.mark.parametrize(
+    ("factory", "args", "message"),
+    [
+        ("from_tag", ("", "vision"), "tag_key: must be 1-128 letters"),
+        ("from_tag", ("aws:team", "vision"), "'aws:team' is reserved for AWS"),
+        ("from_tag", ("team", "a" * 257), "tag_value: must be 0-256 letters"),
+        ("from_pipeline", ("churn_pipeline",), "pipeline_name: must be 1-256 letters, digits and hyphens"),
+    ],
+)
+def test_bad_tags_and_pipelines_are_refused(factory: str, args: tuple[str, ...], message: str):
+    stack = cdk.Stack(cdk.App(), "S")
+    with pytest.raises(ConfigurationError, match=re.escape(message)):
+        getattr(TrainingJobs, factory)(*args, output_bucket=s3.Bucket.from_bucket_name(stack, "B", "bucket-name"))
 
 
 def test_key_prefixes_lose_their_slashes():
     stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-east-1"))
-    evaluator = RuleEvaluator(stack, "Evaluator", job_name_prefix="team-a-", output_prefix="/jobs/",
-                              output_bucket=s3.Bucket.from_bucket_name(stack, "Out", "team-a-output"))
+    evaluator = RuleEvaluator(stack, "Evaluator", training_jobs=TrainingJobs.from_job_name_prefix(
+        "team-a-", output_prefix="/jobs/", output_bucket=s3.Bucket.from_bucket_name(stack, "Out", "team-a-output")))
     written = json.dumps(stack.resolve(evaluator.policy.document.to_json()))
     assert "team-a-output/jobs/team-a-*/rule-output/evaluator-state.json.gz" in written and "//" not in written.replace(
         "arn:", "").replace("s3:::", "")
@@ -291,7 +310,7 @@ def test_custom_rules_are_refused():
                                        instance_type="ml.m5.xlarge", volume_size_in_gb=30)
     job = _job(stack)
     with pytest.raises(ConfigurationError, match="not a built-in profiler rule.*RuleEngine.DEBUGGER"):
-        RuleEvaluator(stack, "Evaluator", training_job=job, rules=[custom])
+        RuleEvaluator(stack, "Evaluator", training_jobs=job.training_jobs, rules=[custom])
 
 
 def test_a_custom_event_bus_warns_that_rule_alarm_will_not_hear_it():
@@ -300,7 +319,8 @@ def test_a_custom_event_bus_warns_that_rule_alarm_will_not_hear_it():
 
     stack = cdk.Stack(cdk.App(), "Stack", env=cdk.Environment(region="us-east-1"))
     bus = events.EventBus(stack, "Bus")
-    RuleEvaluator(stack, "Evaluator", job_name_prefix="team-a-", output_bucket=s3.Bucket(stack, "Out"), event_bus=bus)
+    RuleEvaluator(stack, "Evaluator", event_bus=bus,
+                  training_jobs=TrainingJobs.from_job_name_prefix("team-a-", output_bucket=s3.Bucket(stack, "Out")))
     warnings = Annotations.from_stack(stack).find_warning("*", Match.string_like_regexp(
         "RuleAlarm listens on the stack's verdict bus.*whoever that bus's policy lets publish can forge"))
     assert len(warnings) == 1
@@ -313,8 +333,8 @@ def test_a_custom_event_bus_warns_that_rule_alarm_will_not_hear_it():
 def test_a_token_memory_size_and_no_reserved_concurrency_pass_through():
     stack = cdk.Stack(cdk.App(), "S", env=cdk.Environment(region="us-east-1"))
     memory = cdk.CfnParameter(stack, "Memory", type="Number", default=2048).value_as_number
-    RuleEvaluator(stack, "Evaluator", job_name_prefix="team-a-", output_bucket=s3.Bucket(stack, "Out"),
-                  memory_size=memory, reserved_concurrency=None)
+    RuleEvaluator(stack, "Evaluator", memory_size=memory, reserved_concurrency=None,
+                  training_jobs=TrainingJobs.from_job_name_prefix("team-a-", output_bucket=s3.Bucket(stack, "Out")))
     props = _function(Template.from_stack(stack))
     assert props["MemorySize"] == {"Ref": "Memory"} and "ReservedConcurrentExecutions" not in props
 
@@ -327,11 +347,12 @@ def test_a_profiler_path_known_only_at_deploy_time_needs_its_bucket():
     path = cdk.CfnParameter(stack, "ProfilerPath", default="s3://profiles/team-a").value_as_string
     job = _job(stack, profiler=ProfilerConfig(s3_output_path=path), rule_engine=RuleEngine.DEBUGGER)
     with pytest.raises(ConfigurationError) as caught:
-        RuleEvaluator(stack, "Evaluator", training_job=job)
-    assert str(caught.value).startswith("S/Evaluator: profiler_bucket: the training job's profiler output path")
-    assert "Pass profiler_bucket= (and profiler_prefix=)" in str(caught.value)
+        RuleEvaluator(stack, "Evaluator", training_jobs=job.training_jobs)
+    assert str(caught.value).startswith("S/Job: profiler_s3_uri: the training job's profiler output path")
+    assert "TrainingJobs.from_job_name_prefix(..., profiler_bucket=...)" in str(caught.value)
     profiles = s3.Bucket(stack, "Profiles")
-    RuleEvaluator(stack, "Given", training_job=job, profiler_bucket=profiles, profiler_prefix="team-a")
+    RuleEvaluator(stack, "Given", training_jobs=TrainingJobs.from_job_name_prefix(
+        "exp-", output_bucket=job.output_bucket, profiler_bucket=profiles, profiler_prefix="team-a"))
     reads = json.dumps(Template.from_stack(stack).find_resources("AWS::IAM::Policy"))
     assert stack.get_logical_id(profiles.node.default_child) in reads
 
@@ -343,7 +364,7 @@ def test_a_profiler_bucket_token_in_the_path_is_the_bucket_read():
     profiles = s3.Bucket(stack, "Profiles")
     job = _job(stack, profiler=ProfilerConfig(s3_output_path=f"s3://{profiles.bucket_name}/team-a"),
                rule_engine=RuleEngine.DEBUGGER)
-    evaluator = RuleEvaluator(stack, "Evaluator", training_job=job)
+    evaluator = RuleEvaluator(stack, "Evaluator", training_jobs=job.training_jobs)
     assert stack.resolve(evaluator.profiler_bucket.bucket_name) == {"Ref": stack.get_logical_id(
         profiles.node.default_child)}
     statements = json.dumps(evaluator.policy.document.to_json())
@@ -355,6 +376,6 @@ def test_an_evaluator_in_another_region_than_its_job_fails():
     app = cdk.App()
     job = _job(cdk.Stack(app, "Jobs", env=cdk.Environment(region="us-east-1")))
     elsewhere = cdk.Stack(app, "Elsewhere", env=cdk.Environment(region="eu-west-1"))
-    with pytest.raises(ConfigurationError, match=r"^Elsewhere/Evaluator: training_job: The RuleEvaluator is in "
+    with pytest.raises(ConfigurationError, match=r"^Elsewhere/Evaluator: training_jobs: The RuleEvaluator is in "
                                                  r"eu-west-1, but the training job Jobs/Job runs in us-east-1"):
-        RuleEvaluator(elsewhere, "Evaluator", training_job=job)
+        RuleEvaluator(elsewhere, "Evaluator", training_jobs=job.training_jobs)

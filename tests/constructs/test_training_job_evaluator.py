@@ -23,6 +23,7 @@ from cdk_sagemaker_debugger import (
     RuleEvaluator,
     Sampler,
     TensorBoardOutputConfig,
+    TrainingJobs,
     debugger_rules,
     rules,
 )
@@ -113,7 +114,7 @@ class TestDefaultEngine:
         assert isinstance(training.evaluator, RuleEvaluator)
         assert training.evaluator.node.path == "Training/Job/Evaluator"
         variables = evaluator_environment(stack)
-        assert variables["JOB_NAME_PREFIX"] == "resnet-"
+        assert variables["JOB_FAMILY"] == '{"job_name_prefix": "resnet-"}'
         assert variables["SOURCE"] == "AUTO"
         assert [r["configuration_name"] for r in json.loads(variables["RULES"])] == ["ProfilerReport",
                                                                                     "LowGPUUtilization"]
@@ -272,8 +273,8 @@ class TestBadInput:
 class TestSharedEvaluator:
     def shared(self, stack: cdk.Stack, bucket: s3.IBucket, prefix: str = "vision-") -> RuleEvaluator:
         rule_set = ProfilerRuleSet(stack, "Rules", rules=[rules.LowGPUUtilization()])
-        return RuleEvaluator(stack, "Shared", job_name_prefix=prefix, output_bucket=bucket, output_prefix="training",
-                             rules=rule_set)
+        return RuleEvaluator(stack, "Shared", rules=rule_set, training_jobs=TrainingJobs.from_job_name_prefix(
+            prefix, output_bucket=bucket, output_prefix="training"))
 
     def test_jobs_of_a_stack_share_one_evaluator(self):
         stack = make_stack()

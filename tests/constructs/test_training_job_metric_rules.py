@@ -12,7 +12,7 @@ import pytest
 from aws_cdk.assertions import Template
 from helpers import ROOT, task_parameters
 
-from cdk_sagemaker_debugger import ProfiledTrainingJob, ProfilerRuleSet, RuleEngine, RuleEvaluator, rules
+from cdk_sagemaker_debugger import ProfiledTrainingJob, ProfilerRuleSet, RuleEngine, RuleEvaluator, TrainingJobs, rules
 from cdk_sagemaker_debugger.model.errors import ConfigurationError
 from cdk_sagemaker_debugger.model.metric_rules import comparison_markdown
 
@@ -107,8 +107,8 @@ def test_metric_rules_on_debugger_point_to_debuggers_own_rules():
 
 def test_a_standalone_evaluator_accepts_metric_rules():
     stack = make_stack()
-    evaluator = RuleEvaluator(stack, "Evaluator", job_name_prefix="resnet-",
-                              output_bucket=cdk.aws_s3.Bucket(stack, "Out"),
+    jobs = TrainingJobs.from_job_name_prefix("resnet-", output_bucket=cdk.aws_s3.Bucket(stack, "Out"))
+    evaluator = RuleEvaluator(stack, "Evaluator", training_jobs=jobs,
                               rules=[rules.StalledTraining(metric="train:loss", threshold=600)])
     assert evaluator.rule_configurations == [{"configuration_name": "StalledTraining",
                                               "rule_to_invoke": "StalledTraining",

@@ -23,7 +23,7 @@ def test_valid_prefixes_give_valid_job_names(prefix):
         ("legacy-", ConfigurationError, r"beginning and ending with a letter or digit"),
         ("-x", ConfigurationError, r"not a valid training job name start"),
         ("", ConfigurationError, r"not a valid training job name start"),
-        (5, ConfigurationTypeError, r"job_name_prefix: expected a string, got int 5"),
+        (5, ConfigurationTypeError, r"job_name_prefix: expected a job-name prefix string such as .*, got int 5"),
         ("${Token[TOKEN.1]}", ConfigurationError, r"must be a literal string"),
     ],
 )

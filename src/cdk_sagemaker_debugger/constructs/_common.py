@@ -254,52 +254,6 @@ def whole_seconds(duration: object, *, where: object, field: str, minimum: int =
     return seconds
 
 
-_JOB_NAME_CHARACTERS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-")
-_MAX_JOB_NAME = 63
-#: A watched prefix shorter than this matches too many jobs to be a scope ("a" would be every job starting with a).
-MIN_WATCHED_PREFIX = 3
-
-
-def check_watched_prefix(prefix: object, *, where: object, field: str = "job_name_prefix",
-                         from_job: str | None = None) -> str:
-    """A job-name prefix RuleAlarm or RuleEvaluator scopes itself to: a string training job names can start with, at
-    least 3 characters. ``from_job`` is the ProfiledTrainingJob prefix the watched one was made from, for the message.
-    Deploy-time tokens pass unchecked."""
-    if not isinstance(prefix, str):
-        raise ConfigurationTypeError(
-            f"expected a job-name prefix string such as 'resnet-exp-', got {type(prefix).__name__} {prefix!r}.",
-            where=str(where), field=field, value=prefix)
-    if is_token(prefix) or cdk.Token.is_unresolved(prefix):
-        return prefix
-    bad = sorted(set(prefix) - _JOB_NAME_CHARACTERS)
-    if not prefix or bad or not prefix[0].isalnum() or len(prefix) > _MAX_JOB_NAME:
-        raise ConfigurationError(
-            f"must be 1-{_MAX_JOB_NAME} letters, digits and hyphens starting with a letter or digit (training job "
-            f"names allow nothing else), got {prefix!r}" + (f" with {''.join(bad)!r}" if bad else "") + ".",
-            where=str(where), field=field, value=prefix)
-    if len(prefix) < MIN_WATCHED_PREFIX:
-        cause = (f"the training job's prefix {from_job!r} gives the watched prefix {prefix!r}" if from_job
-                 else f"{prefix!r} is {len(prefix)} character{'s' if len(prefix) > 1 else ''}")
-        raise ConfigurationError(
-            f"{cause}, which matches every job whose name starts with it, other teams' jobs included. Use a prefix of "
-            f"at least {MIN_WATCHED_PREFIX} characters"
-            + (" (a job_name_prefix of 2 or more)." if from_job else ", for example 'team-a-'."),
-            where=str(where), field=field, value=prefix)
-    return prefix
-
-
-def check_same_region(scope: IConstruct, training_job: IConstruct, *, what: str) -> None:
-    """Fail when ``scope`` and the training job it watches sit in stacks of two different concrete regions: EventBridge
-    delivers SageMaker's events, and ListTrainingJobs lists jobs, only in the job's region."""
-    here, there = concrete_region(scope), concrete_region(training_job)
-    if here is not None and there is not None and here != there:
-        raise ConfigurationError(
-            f"{what} is in {here}, but the training job {training_job.node.path} runs in {there}; it would never hear "
-            f"of the job's runs (SageMaker's events and job listings stay in the job's region). Create it in a stack "
-            f"in {there}.",
-            where=scope.node.path, field="training_job", value=there)
-
-
 def check_kind(value: object, attribute: str, *, where: object, field: str, expected: str) -> None:
     """``value`` (unless None) must be a CDK object with ``attribute`` (the interfaces are protocols: duck typing), so a
     string where a bucket, role or key belongs fails here, by name, rather than deep inside CDK."""
@@ -391,8 +345,10 @@ def runtime_function(
         runtime=lambda_.Runtime.PYTHON_3_14,
         architecture=lambda_.Architecture.ARM_64,
         handler=f"{package}.{handler}",
+        # follow_symlinks: each package's contract_shared.py is a link to model/contract.py, shipped as a file
         code=lambda_.Code.from_asset(
             str(RUNTIME_DIR),
+            follow_symlinks=cdk.SymlinkFollowMode.ALWAYS,
             exclude=["*", f"!{package}", f"!{package}/**", "**/__pycache__", "**/*.pyc", *exclude],
         ),
         memory_size=memory_size,

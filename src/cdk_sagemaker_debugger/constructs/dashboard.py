@@ -24,11 +24,12 @@ from ..model.rule_engine import RuleEngine
 from ..runtime.evaluator.cloudwatch import instance_devices, known_without_gpu
 from ..runtime.gpu_watch import contract as watch_contract
 from ._alarm_actions import AlarmActions
-from ._common import RuntimeFunction, acknowledge_wildcards, check_watched_prefix, concrete_region, runtime_function
+from ._common import RuntimeFunction, acknowledge_wildcards, concrete_region, runtime_function
+from .family import TrainingJobs, check_training_jobs
 from .rule_alarm import RuleAlarm
 from .rule_evaluator import METRIC_NAME as RULE_METRIC_NAME
 from .rule_evaluator import RuleEvaluator
-from .training_job import ProfiledTrainingJob, family_metric
+from .training_job import family_metric
 
 __all__ = ["TrainingDashboard", "rule_thresholds"]
 
@@ -87,12 +88,12 @@ class TrainingDashboard(Construct):
     for ``low_gpu_minutes`` consecutive minutes.
 
     Args:
-        training_job: the ``ProfiledTrainingJob`` whose runs (``<job_name_prefix>-*``) the dashboard shows. Give
-            exactly one of ``training_job`` and ``job_name_prefix``.
-        job_name_prefix: instead of ``training_job``, for jobs started elsewhere: every job whose name starts with
-            this (letters, digits, hyphens). Needs ``instance_type`` (or ``gpus_per_host``).
+        training_jobs: the jobs shown: ``job.training_jobs`` (a ProfiledTrainingJob's runs) or
+            ``TrainingJobs.from_job_name_prefix(...)`` for jobs started elsewhere (which needs ``instance_type`` or
+            ``gpus_per_host``). Tag and pipeline families cannot be shown (the metrics carry only host names).
+            Required.
         evaluator: the ``RuleEvaluator`` whose verdicts and health are shown and alarmed. Default: the training job's
-            ``evaluator`` (none with ``job_name_prefix``).
+            ``evaluator`` (none for jobs started elsewhere).
         alarm: a ``RuleAlarm`` whose handler health and alarms are shown. When it was created without ``ops_topic``,
             its two alarms get this dashboard's actions too. Default: none.
         ops_topic: the SNS topic every alarm notifies on ALARM and OK; CloudWatch is allowed to publish to it (and to
@@ -113,7 +114,8 @@ class TrainingDashboard(Construct):
 
     Example::
 
-        dash = TrainingDashboard(stack, "Dashboard", training_job=job, alarm=rule_alarm, ops_topic=ops_topic)
+        dash = TrainingDashboard(stack, "Dashboard", training_jobs=job.training_jobs, alarm=rule_alarm,
+                                 ops_topic=ops_topic)
         dash.dashboard, dash.alarms
     """
 
@@ -122,8 +124,7 @@ class TrainingDashboard(Construct):
         scope: Construct,
         id: str,
         *,
-        training_job: ProfiledTrainingJob | None = None,
-        job_name_prefix: str | None = None,
+        training_jobs: TrainingJobs,
         evaluator: RuleEvaluator | None = None,
         alarm: RuleAlarm | None = None,
         ops_topic: sns.ITopic | None = None,
@@ -138,9 +139,12 @@ class TrainingDashboard(Construct):
         super().__init__(scope, id)
         where = self.node.path
         self._actions = AlarmActions.checked(ops_topic, alarm_actions, where=where)
-        self.training_job = training_job
+        #: The jobs shown.
+        self.training_jobs = self._family(training_jobs, where)
+        #: The ProfiledTrainingJob of the family, when it is one's.
+        self.training_job = self.training_jobs.training_job
         #: Jobs whose name starts with this are shown (``<training_job.job_name_prefix>-`` with a training job).
-        self.job_name_prefix: str = self._family(training_job, job_name_prefix, where)
+        self.job_name_prefix: str = self.training_jobs.job_name_prefix
         self.evaluator: RuleEvaluator | None = self._check_evaluator(evaluator, where)
         self.alarm: RuleAlarm | None = self._check_alarm(alarm, where)
         #: (GPUs, vCPUs) of one instance; vCPUs None when unknown (CPU is then shown summed over the cores).
@@ -165,18 +169,14 @@ class TrainingDashboard(Construct):
 
     # -- props ---------------------------------------------------------------------------------------------------------
     @staticmethod
-    def _family(training_job: Any, job_name_prefix: Any, where: str) -> str:
-        if (training_job is None) == (job_name_prefix is None):
+    def _family(training_jobs: Any, where: str) -> TrainingJobs:
+        jobs = check_training_jobs(training_jobs, where=where)
+        if jobs.family.needs_tags:
             raise ConfigurationError(
-                "give exactly one of training_job= (a ProfiledTrainingJob) or job_name_prefix= (for jobs started "
-                "elsewhere).", where=where, field="training_job")
-        if training_job is None:
-            return check_watched_prefix(job_name_prefix, where=where, field="job_name_prefix")
-        if not isinstance(training_job, ProfiledTrainingJob):
-            raise ConfigurationTypeError(
-                f"expected a ProfiledTrainingJob, got {type(training_job).__name__}. For jobs started elsewhere pass "
-                "job_name_prefix= instead.", where=where, field="training_job", value=training_job)
-        return f"{training_job.job_name_prefix}-"
+                f"cannot show the {jobs.label}: SageMaker's /aws/sagemaker/TrainingJobs metrics carry only the host "
+                "name (<job>/algo-<n>), so a dashboard selects jobs by name prefix. Use "
+                "TrainingJobs.from_job_name_prefix(...) or job.training_jobs.", where=where, field="training_jobs")
+        return jobs
 
     def _check_evaluator(self, evaluator: Any, where: str) -> RuleEvaluator | None:
         if evaluator is None:
@@ -248,11 +248,9 @@ class TrainingDashboard(Construct):
                     "sees no data; see its log group.", threshold=1, periods=2)
 
     def _grant_watch(self, watch: RuntimeFunction) -> None:
-        stack, role = cdk.Stack.of(self), watch.role
-        prefix = self.job_name_prefix
-        jobs = (self.training_job.training_job_arn_pattern if self.training_job is not None else stack.format_arn(
-            service="sagemaker", resource="training-job", resource_name=f"{prefix if is_token(prefix) else prefix.lower()}*"))
-        role.add_to_policy(iam.PolicyStatement(actions=["sagemaker:DescribeTrainingJob"], resources=[jobs]))
+        role = watch.role
+        jobs = self.training_jobs.arn_pattern
+        role.add_to_policy(self.training_jobs.statement("sagemaker:DescribeTrainingJob"))
         role.add_to_policy(iam.PolicyStatement(actions=["sagemaker:ListTrainingJobs", "cloudwatch:GetMetricData"],
                                                resources=["*"]))
         watch.log_group.grant_write(role)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aws_cdk as cdk
 import jsii
@@ -22,6 +22,8 @@ from aws_cdk import aws_sns_subscriptions as subscriptions
 from constructs import Construct
 
 from ..model.actions import SMS, Action, ActionList, Email, StopTraining
+from ..model.contract import EVENT_SOURCE, TRANSITION_DETAIL_TYPE, AlarmEnvironment
+from ..model.contract import STATUS_CHANGE_DETAIL_TYPE as EVALUATOR_DETAIL_TYPE
 from ..model.errors import ConfigurationError, ConfigurationTypeError, did_you_mean
 from ..model.parameters import is_token
 from ._alarm_actions import AlarmActions
@@ -32,21 +34,17 @@ from ._common import (
     check_kind,
     check_log_retention,
     check_reserved_concurrency,
-    check_same_region,
-    check_watched_prefix,
     runtime_function,
     whole_seconds,
 )
 from .event_bus import verdict_bus
-from .training_job import ProfiledTrainingJob
+from .family import TrainingJobs, check_training_jobs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .training_job import ProfiledTrainingJob
 
 __all__ = ["RuleAlarm", "ALARM_STATUSES"]
 
-EVENT_SOURCE = "cdk-sagemaker-debugger"
-EVALUATOR_DETAIL_TYPE = "Profiler Rule Evaluation Status Change"
-TRANSITION_DETAIL_TYPE = "Rule Alarm Transition"
-SAGEMAKER_SOURCE = "aws.sagemaker"
-SAGEMAKER_DETAIL_TYPE = "SageMaker Training Job State Change"
 #: Verdicts a RuleAlarm can report. StopTraining acts on IssuesFound only.
 ALARM_STATUSES = ("IssuesFound", "Error", "NoIssuesFound", "Stopped")
 _HANDLER_TIMEOUT = cdk.Duration.minutes(2)
@@ -66,13 +64,14 @@ class RuleAlarm(Construct):
     reported within two minutes. Verdicts of the :class:`RuleEvaluator` come from the stack's verdict bus, where only
     evaluator functions may publish, and are acted on only when the evaluator's report says the same.
 
-    Before it stops or notifies, the handler checks that the job runs as the family's execution role (the training
-    job's role, or ``execution_role=`` with ``job_name_prefix=``), so a job that only borrows the name is ignored; and it
+    Before it stops or notifies, the handler checks that the job belongs to the family (:class:`TrainingJobs`: its name,
+    and for tag and pipeline families its tags) and runs as the family's execution role (the training job's role, or
+    the factory's ``execution_role=``), so a job that only borrows the name is ignored; and it
     sends at most ``max_messages_per_job`` notifications per job. See docs/rule-alarm.md, "Trust model".
 
     Example::
 
-        alarm = RuleAlarm(stack, "Alarm", training_job=job,
+        alarm = RuleAlarm(stack, "Alarm", training_jobs=job.training_jobs,
                           actions=[Email("ml-team@example.com"), SMS("+15555550100"), StopTraining()])
         alarm.on_transition("Slack", target=targets.LambdaFunction(slack_notifier))
 
@@ -86,51 +85,47 @@ class RuleAlarm(Construct):
         scope: Construct,
         id: str,
         *,
-        training_job: ProfiledTrainingJob | None = None,
-        job_name_prefix: str | None = None,
+        training_jobs: TrainingJobs,
         actions: Sequence[Action] | ActionList = (),
         statuses: Sequence[str] = ("IssuesFound",),
         rule_names: Sequence[str] | None = None,
         topic_key: kms.IKey | None = None,
         transition_retention: cdk.Duration | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
-        execution_role: iam.IRole | None = None,
-        output_bucket: s3.IBucket | None = None,
         max_messages_per_job: int = DEFAULT_MAX_MESSAGES_PER_JOB,
         reserved_concurrency: int | None = DEFAULT_RESERVED_CONCURRENCY,
         ops_topic: sns.ITopic | None = None,
     ) -> None:
+        """
+        Args:
+            training_jobs: the jobs watched (``job.training_jobs``, or ``TrainingJobs.from_job_name_prefix / from_tag /
+                from_pipeline``); their ``execution_role``, when known, must be the role a job runs as. Required.
+            actions: ``Email(...)``, ``SMS(...)`` and at most one ``StopTraining(...)``. Default: none (events only).
+            statuses: the verdicts acted on, of ``ALARM_STATUSES``. Default: ``("IssuesFound",)``.
+            rule_names: only these rule configuration names. Default: None, every rule.
+            topic_key: the KMS key of the notification topic. Default: a new key with rotation.
+            transition_retention: how long the ledger remembers a transition (at least a day). Default: 90 days.
+            log_retention: retention of the handler's log group. Default: three months.
+            max_messages_per_job: notifications per training job at most (1-1000). Default: 25.
+            reserved_concurrency: concurrent handler runs at most (None: no reservation). Default: 5.
+            ops_topic: where the alarm's own two CloudWatch alarms notify. Default: None.
+        """
         super().__init__(scope, id)
         where = self.node.path
         ops_actions = AlarmActions.checked(ops_topic, where=where)
-        self.job_name_prefix: str = self._watched_prefix(training_job, job_name_prefix, where)
-        self.training_job = training_job
+        self._use_family(training_jobs, rule_names, where)
         self.statuses: tuple[str, ...] = _check_statuses(statuses, where=where)
-        self.rule_names: tuple[str, ...] | None = _check_rule_names(rule_names, training_job, where=where)
-        self._emails: list[str] = []
-        self._phone_numbers: list[str] = []
-        stop = _split_actions(actions, where=where, emails=self._emails, phone_numbers=self._phone_numbers)
-        #: The prefix StopTraining may stop (None without StopTraining): the narrower of its prefix and the watched one.
-        self.stop_prefix: str | None = None
-        if stop is not None:
-            self.stop_prefix = _stop_prefix(stop, self.job_name_prefix, where=where)
+        self._use_actions(actions, where)
         #: How long the ledger remembers a transition (whole days).
         self.transition_retention_days: int = _retention_days(transition_retention, where=where)
         #: At most this many notifications per training job; later verdicts of the job are recorded but not sent.
         self.max_messages_per_job: int = _check_message_cap(max_messages_per_job, where=where)
         reserved_concurrency = check_reserved_concurrency(reserved_concurrency, where=where)
-        _check_kinds(where, topic_key=topic_key, execution_role=execution_role, output_bucket=output_bucket,
-                     log_retention=log_retention)
+        check_kind(topic_key, "key_arn", where=where, field="topic_key", expected="a kms.IKey")
+        check_log_retention(log_retention, where=where)
         #: Identifies this alarm in its "Rule Alarm Transition" events.
         self.alarm_id: str = self.node.path
-        #: The role the watched jobs must run as (from the training job, or execution_role=); None trusts the prefix.
-        self.execution_role: iam.IRole | None = training_job.role if training_job is not None else execution_role
-        if training_job is not None and execution_role is not None:
-            raise ConfigurationError("execution_role= is for job_name_prefix=; with training_job= the alarm uses the "
-                                     "job's own role.", where=where, field="execution_role")
-        #: Where RuleAlarm re-reads RuleEvaluator reports (None: evaluator verdicts are not heard).
-        self.output_bucket: s3.IBucket | None = training_job.output_bucket if training_job is not None else output_bucket
-        self._warn_about_weaker_trust(training_job)
+        self._warn_about_weaker_trust()
         self._create_topic(topic_key)
         self._create_table()
         self._create_handler(log_retention, reserved_concurrency)
@@ -141,43 +136,36 @@ class RuleAlarm(Construct):
         self.ops_topic = ops_topic
         self._add_ops_actions(ops_actions)
 
-    def _watched_prefix(self, training_job: object, job_name_prefix: object, where: str) -> str:
-        if (training_job is None) == (job_name_prefix is None):
-            raise ConfigurationError(
-                "give exactly one of training_job= (a ProfiledTrainingJob) or job_name_prefix= (for jobs started "
-                "elsewhere).",
-                where=where,
-                field="training_job",
-            )
-        if training_job is None:
-            return check_watched_prefix(job_name_prefix, where=where)
-        if not isinstance(training_job, ProfiledTrainingJob):
-            raise ConfigurationTypeError(
-                f"expected a ProfiledTrainingJob, got {type(training_job).__name__}. For jobs started elsewhere "
-                "pass job_name_prefix= instead.",
-                where=where,
-                field="training_job",
-                value=training_job,
-            )
-        check_same_region(self, training_job, what="The RuleAlarm")
-        # ProfiledTrainingJob names its jobs "<prefix>-<suffix>"; the dash keeps "<prefix>2-..." jobs out
-        return check_watched_prefix(f"{training_job.job_name_prefix}-", where=where,
-                                    from_job=training_job.job_name_prefix)
+    def _use_family(self, training_jobs: TrainingJobs, rule_names: Sequence[str] | None, where: str) -> None:
+        #: The jobs watched, and where they write.
+        self.training_jobs = check_training_jobs(training_jobs, where=where)
+        self.training_jobs.check_region(self, what="The RuleAlarm")
+        #: The ProfiledTrainingJob of the family, when it is one's (its rules are the known rule names).
+        self.training_job = self.training_jobs.training_job
+        self.job_name_prefix: str = self.training_jobs.job_name_prefix
+        #: The role the watched jobs must run as; None trusts the family's name, tag or pipeline.
+        self.execution_role: iam.IRole | None = self.training_jobs.execution_role
+        #: Where RuleAlarm re-reads RuleEvaluator reports.
+        self.output_bucket: s3.IBucket = self.training_jobs.output_bucket
+        self.rule_names: tuple[str, ...] | None = _check_rule_names(rule_names, self.training_job, where=where)
 
-    def _warn_about_weaker_trust(self, training_job: ProfiledTrainingJob | None) -> None:
-        if training_job is not None:
-            return
-        if self.execution_role is None:
+    def _use_actions(self, actions: Sequence[Action] | ActionList, where: str) -> None:
+        self._emails: list[str] = []
+        self._phone_numbers: list[str] = []
+        stop = _split_actions(actions, where=where, emails=self._emails, phone_numbers=self._phone_numbers)
+        #: The prefix StopTraining may stop (None without StopTraining; "" for any job of a tag family): the narrower
+        #: of its prefix and the family's.
+        self.stop_prefix: str | None = None
+        if stop is not None:
+            self.stop_prefix = _stop_prefix(stop, self.job_name_prefix, where=where)
+
+    def _warn_about_weaker_trust(self) -> None:
+        if self.training_job is None and self.execution_role is None:
             cdk.Annotations.of(self).add_warning_v2(
                 "cdk-sagemaker-debugger:ruleAlarmTrustsPrefix",
-                f"The alarm acts on every training job whose name starts with {self.job_name_prefix!r}: anyone who can "
-                "create such a job can make it notify (and StopTraining stops any such job). Pass execution_role= "
-                "(the role the jobs run as) so that only jobs running as that role are acted on.",
-            )
-        if self.output_bucket is None:
-            cdk.Annotations.of(self).add_info(
-                "Without output_bucket= the alarm cannot re-read RuleEvaluator reports, so it does not listen for "
-                "RuleEvaluator verdicts; SageMaker's own rule statuses are handled as usual."
+                f"The alarm acts on every one of the {self.training_jobs.label}: anyone who can create such a job can "
+                "make it notify (and StopTraining stops any such job). Pass execution_role= to the TrainingJobs "
+                "factory (the role the jobs run as) so that only jobs running as that role are acted on.",
             )
 
     def _create_topic(self, topic_key: kms.IKey | None) -> None:
@@ -185,7 +173,7 @@ class RuleAlarm(Construct):
             self,
             "TopicKey",
             enable_key_rotation=True,
-            description=f"Encrypts the rule alarm notifications for training jobs {self.job_name_prefix}*",
+            description=f"Encrypts the rule alarm notifications for {self.training_jobs.label}",
         )
         # Only the handler publishes (its role gets kms:GenerateDataKey* on this key through topic.grant_publish).
         # To route your own EventBridge rules to this topic, admit events.amazonaws.com on the key yourself.
@@ -217,26 +205,28 @@ class RuleAlarm(Construct):
         )
 
     def _environment(self) -> dict[str, str]:
+        env = AlarmEnvironment
         environment = {
-            "TABLE_NAME": self.table.table_name,
-            "TOPIC_ARN": self.topic.topic_arn,
-            "JOB_NAME_PREFIX": self.job_name_prefix,
-            "ALARM_ID": self.alarm_id,
-            "STATUSES": json.dumps(list(self.statuses)),
-            "EVENT_BUS_NAME": "default",
-            "TRANSITION_TTL_DAYS": str(self.transition_retention_days),
-            "ACCOUNT_ID": cdk.Aws.ACCOUNT_ID,
-            "MAX_MESSAGES_PER_JOB": str(self.max_messages_per_job),
+            env.TABLE_NAME: self.table.table_name,
+            env.TOPIC_ARN: self.topic.topic_arn,
+            **self.training_jobs.environment,
+            env.ALARM_ID: self.alarm_id,
+            env.STATUSES: json.dumps(list(self.statuses)),
+            env.EVENT_BUS_NAME: "default",
+            env.TRANSITION_TTL_DAYS: str(self.transition_retention_days),
+            env.ACCOUNT_ID: cdk.Aws.ACCOUNT_ID,
+            env.MAX_MESSAGES_PER_JOB: str(self.max_messages_per_job),
         }
         if self.rule_names is not None:
-            environment["RULE_NAMES"] = json.dumps(list(self.rule_names))
+            environment[env.RULE_NAMES] = json.dumps(list(self.rule_names))
         elif self.training_job is not None:
             # rules added to the job's rule set later count too: the list is written when the template is
-            environment["KNOWN_RULES"] = cdk.Lazy.string(_JobRuleNames(self.training_job))
+            environment[env.KNOWN_RULES] = cdk.Lazy.string(_JobRuleNames(self.training_job))
         if self.stop_prefix is not None:
-            environment["STOP_PREFIX"] = self.stop_prefix
+            environment[env.STOP] = "true"
+            environment[env.STOP_PREFIX] = self.stop_prefix
         if self.execution_role is not None:
-            environment["EXECUTION_ROLE_ARN"] = self.execution_role.role_arn
+            environment[env.EXECUTION_ROLE_ARN] = self.execution_role.role_arn
         return environment
 
     def _create_handler(self, log_retention: logs.RetentionDays, reserved_concurrency: int | None) -> None:
@@ -245,8 +235,8 @@ class RuleAlarm(Construct):
             "Handler",
             package="rule_alarm",
             handler="handler.handler",
-            description=f"Notifies (and stops) training jobs {self.job_name_prefix}* once per rule verdict",
-            role_description=f"Rule alarm handler for training jobs {self.job_name_prefix}*",
+            description=f"Notifies (and stops) {self.training_jobs.label} once per rule verdict",
+            role_description=f"Rule alarm handler for {self.training_jobs.label}",
             environment=self._environment(),
             memory_size=256,
             timeout=_HANDLER_TIMEOUT,
@@ -263,40 +253,24 @@ class RuleAlarm(Construct):
     def _create_rules(self) -> None:
         target = targets.LambdaFunction(self.handler, dead_letter_queue=self.dead_letter_queue)
         #: SageMaker's state changes for jobs under the prefix (default event bus, this account only).
-        self.rule = events.Rule(
+        jobs = self.training_jobs
+        self.rule = events.Rule(self, "Rule", description=f"Rule verdicts of {jobs.label}",
+                                event_pattern=jobs.event_pattern(account=cdk.Aws.ACCOUNT_ID), targets=[target])
+        #: The RuleEvaluator's verdicts for the family's jobs, from the stack's verdict bus.
+        self.verdict_rule = events.Rule(
             self,
-            "Rule",
-            description=f"Rule verdicts of training jobs {self.job_name_prefix}*",
-            event_pattern=events.EventPattern(
-                source=[SAGEMAKER_SOURCE],
-                detail_type=[SAGEMAKER_DETAIL_TYPE],
-                account=[cdk.Aws.ACCOUNT_ID],
-                detail={"TrainingJobName": [{"prefix": self.job_name_prefix}]},
-            ),
+            "Verdicts",
+            event_bus=verdict_bus(self),
+            description=f"RuleEvaluator verdicts of {jobs.label}",
+            event_pattern=events.EventPattern(source=[EVENT_SOURCE], detail_type=[EVALUATOR_DETAIL_TYPE],
+                                              account=[cdk.Aws.ACCOUNT_ID], detail=jobs.name_filter() or None),
             targets=[target],
         )
-        #: The RuleEvaluator's verdicts for jobs under the prefix, from the stack's verdict bus (None when the alarm
-        #: cannot re-read the evaluator's reports: no training_job= and no output_bucket=).
-        self.verdict_rule: events.Rule | None = None
-        if self.output_bucket is not None:
-            self.verdict_rule = events.Rule(
-                self,
-                "Verdicts",
-                event_bus=verdict_bus(self),
-                description=f"RuleEvaluator verdicts of training jobs {self.job_name_prefix}*",
-                event_pattern=events.EventPattern(
-                    source=[EVENT_SOURCE],
-                    detail_type=[EVALUATOR_DETAIL_TYPE],
-                    account=[cdk.Aws.ACCOUNT_ID],
-                    detail={"TrainingJobName": [{"prefix": self.job_name_prefix}]},
-                ),
-                targets=[target],
-            )
         #: Every minute: re-checks the watched jobs (verdicts without an event, and recovery after failures).
         self.sweep_rule = events.Rule(
             self,
             "Sweep",
-            description=f"Re-check rule verdicts of running training jobs {self.job_name_prefix}*",
+            description=f"Re-check rule verdicts of running {self.training_jobs.label}",
             schedule=events.Schedule.rate(cdk.Duration.minutes(1)),
             targets=[target],
         )
@@ -306,7 +280,7 @@ class RuleAlarm(Construct):
         self.dead_letter_alarm = cloudwatch.Alarm(
             self,
             "DeadLetterAlarm",
-            alarm_description=f"Rule alarm events for {self.job_name_prefix}* failed after retries; inspect and "
+            alarm_description=f"Rule alarm events for {self.training_jobs.label} failed after retries; inspect and "
             "redrive the dead-letter queue.",
             metric=self.dead_letter_queue.metric_approximate_number_of_messages_visible(
                 period=cdk.Duration.minutes(1), statistic="Maximum"
@@ -320,7 +294,7 @@ class RuleAlarm(Construct):
         self.errors_alarm = cloudwatch.Alarm(
             self,
             "ErrorsAlarm",
-            alarm_description=f"The rule alarm handler for {self.job_name_prefix}* is failing; see its log group.",
+            alarm_description=f"The rule alarm handler for {self.training_jobs.label} is failing; see its log group.",
             metric=self.handler.metric_errors(period=cdk.Duration.minutes(5), statistic="Sum"),
             threshold=1,
             evaluation_periods=1,
@@ -354,7 +328,7 @@ class RuleAlarm(Construct):
         """
         detail: dict[str, Any] = {
             "AlarmId": [self.alarm_id],
-            "TrainingJobName": [{"prefix": self.job_name_prefix}],
+            **self.training_jobs.name_filter(),
             "RuleEvaluationStatus": list(self.statuses),
         }
         if self.rule_names is not None:
@@ -391,31 +365,16 @@ class RuleAlarm(Construct):
             actions.apply(self.errors_alarm)
 
     def _grant_handler_permissions(self) -> None:
-        stack = cdk.Stack.of(self)
-        role = self.role
-
-        def job_arns(prefix: str) -> list[str]:
-            # SageMaker writes job ARNs in lower case; both spellings keep a mixed-case prefix working
-            spellings = [prefix] if cdk.Token.is_unresolved(prefix) else [prefix, prefix.lower()]
-            names = list(dict.fromkeys(f"{spelling}*" for spelling in spellings))
-            return [stack.format_arn(service="sagemaker", resource="training-job", resource_name=n) for n in names]
-
-        scoped: dict[str, list[str]] = {}  # job ARN pattern -> the SageMaker actions allowed on it
-        describe_arns = job_arns(self.job_name_prefix)
-        role.add_to_policy(iam.PolicyStatement(actions=["sagemaker:DescribeTrainingJob"], resources=describe_arns))
-        for arn in describe_arns:
-            scoped.setdefault(arn, []).append("DescribeTrainingJob")
+        role, jobs = self.role, self.training_jobs
+        statements = jobs.describe_statements()
         if self.stop_prefix is not None:
-            stop_arns = job_arns(self.stop_prefix)
-            role.add_to_policy(iam.PolicyStatement(actions=["sagemaker:StopTrainingJob"], resources=stop_arns))
-            for arn in stop_arns:
-                scoped.setdefault(arn, []).append("StopTrainingJob")
-        wildcard_reasons = {
-            f"Resource::{arn}": f"{' and '.join(actions)} on the jobs under the alarm's job-name prefix only; job "
-            "names end in a run-specific suffix, so the prefix is as narrow as the names allow (the handler checks "
-            "the prefix too)."
-            for arn, actions in scoped.items()
-        }
+            statements.append(jobs.statement("sagemaker:StopTrainingJob", prefix=self.stop_prefix))
+        for statement in statements:
+            role.add_to_policy(statement)
+        what = "the jobs of the alarm's family only; job names end in a run-specific suffix, so the pattern is as "\
+            "narrow as the names allow (tag and pipeline families add their tag condition; the handler checks too)."
+        wildcard_reasons = {f"Resource::{arn}": f"{', '.join(a.split(':')[1] for a in s.actions)} on {what}"
+                            for s in statements for arn in s.resources}
         wildcard_reasons.update(self._grant_report_reads())
         self.table.grant(
             role, "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"
@@ -433,30 +392,13 @@ class RuleAlarm(Construct):
     def _grant_report_reads(self) -> dict[str, str]:
         """Read the evaluator's summary objects, to check a verdict against what the evaluator wrote."""
         bucket = self.output_bucket
-        if bucket is None:
-            return {}
-        if self.training_job is not None:
-            prefix = self.training_job.output_prefix
-            keys = f"{prefix + '/' if prefix else ''}{self.job_name_prefix}*"
-        else:
-            keys = f"*{self.job_name_prefix}*"  # the jobs' output prefix is not known: any, for these jobs
-        summaries = bucket.arn_for_objects(
-            f"{keys}/rule-output/*/{EVALUATOR_REPORT_FOLDER}/{EVALUATOR_SUMMARY_FILE}")
+        summaries = bucket.arn_for_objects(self.training_jobs.output_key_pattern(
+            f"rule-output/*/{EVALUATOR_REPORT_FOLDER}/{EVALUATOR_SUMMARY_FILE}"))
         self.role.add_to_policy(iam.PolicyStatement(actions=["s3:GetObject"], resources=[summaries]))
         if bucket.encryption_key is not None:
             bucket.encryption_key.grant_decrypt(self.role)
         return {f"Resource::{summaries}": "Reads only the RuleEvaluator's evaluation-summary.json of the watched jobs, "
                 "whose names are known at run time, to confirm each verdict before acting on it."}
-
-
-def _check_kinds(where: str, *, topic_key: object, execution_role: object, output_bucket: object,
-                 log_retention: object) -> None:
-    check_kind(topic_key, "key_arn", where=where, field="topic_key", expected="a kms.IKey")
-    check_kind(execution_role, "role_arn", where=where, field="execution_role",
-               expected="an iam.IRole such as iam.Role.from_role_arn(stack, 'Role', 'arn:aws:iam::...:role/...')")
-    check_kind(output_bucket, "arn_for_objects", where=where, field="output_bucket",
-               expected="an s3.IBucket such as s3.Bucket.from_bucket_name(stack, 'Out', 'my-bucket')")
-    check_log_retention(log_retention, where=where)
 
 
 def _retention_days(transition_retention: cdk.Duration | None, *, where: str) -> int:

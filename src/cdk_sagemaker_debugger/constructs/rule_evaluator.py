@@ -5,8 +5,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -30,22 +29,22 @@ from ._common import (
     check_kind,
     check_log_retention,
     check_reserved_concurrency,
-    check_same_region,
-    check_watched_prefix,
-    key_prefix,
     lazy_string,
     runtime_function,
     whole_seconds,
 )
 from .event_bus import allow_verdict_publisher, verdict_bus
+from .family import TrainingJobs, check_training_jobs
 from .rule_set import ProfilerRuleSet
-from .training_job import ProfiledTrainingJob
 
-EVENT_SOURCE = "cdk-sagemaker-debugger"
-STATUS_CHANGE = "Profiler Rule Evaluation Status Change"
-CONTINUATION = "Profiler Rule Evaluation Continuation"
-METRIC_NAME = "RuleIssuesFound"
-DEFAULT_NAMESPACE = "CdkSageMakerDebugger"
+if TYPE_CHECKING:  # pragma: no cover
+    from .training_job import ProfiledTrainingJob
+
+from ..model.contract import CONTINUATION_DETAIL_TYPE as CONTINUATION
+from ..model.contract import DEFAULT_NAMESPACE, EVENT_SOURCE, EvaluatorEnvironment
+from ..model.contract import RULE_ISSUES_FOUND_METRIC as METRIC_NAME
+from ..model.contract import STATUS_CHANGE_DETAIL_TYPE as STATUS_CHANGE
+
 # Chosen from benchmarks/evaluator.py: 1,769 MB is one full vCPU (a 60-minute, 8-GPU node evaluates well inside the
 # timeout and peaks far below the memory); longer catch-up runs continue through continuation events.
 DEFAULT_MEMORY_MB = 1769
@@ -86,11 +85,7 @@ def _configs(rules: Sequence[ProfilerRule], where: str) -> list[dict[str, Any]]:
     return configs
 
 
-def _check_kinds(where: str, *, output_bucket: object, profiler_bucket: object, event_bus: object,
-                 log_retention: object, metric_namespace: object) -> None:
-    for field, value in (("output_bucket", output_bucket), ("profiler_bucket", profiler_bucket)):
-        check_kind(value, "arn_for_objects", where=where, field=field,
-                   expected="an s3.IBucket such as s3.Bucket.from_bucket_name(stack, 'Out', 'my-bucket')")
+def _check_kinds(where: str, *, event_bus: object, log_retention: object, metric_namespace: object) -> None:
     check_kind(event_bus, "event_bus_name", where=where, field="event_bus",
                expected="an events.IEventBus (or leave it unset for the stack's verdict bus)")
     check_log_retention(log_retention, where=where)
@@ -111,28 +106,8 @@ def _rule_source(rules: ProfilerRuleSet | Sequence[ProfilerRule] | None, trainin
     return [ProfilerReport()] if rules is None else list(rules)
 
 
-def _bucket_and_prefix(uri: str) -> tuple[str, str] | None:
-    """Bucket and key prefix of ``s3://bucket/prefix``; either may hold deploy-time tokens (a token has no ``/``). None
-    when the URI is a token as a whole, so its bucket is unknown at synth."""
-    if not isinstance(uri, str) or not uri.startswith("s3://"):
-        return None
-    bucket, _, prefix = uri[len("s3://"):].partition("/")
-    return (bucket, prefix.strip("/")) if bucket else None
-
-
-@dataclass
-class _Locations:
-    """Where the evaluator reads and writes: the watched prefix and the two buckets with their key prefixes."""
-
-    job_name_prefix: str
-    output_bucket: s3.IBucket
-    output_prefix: str
-    profiler_bucket: s3.IBucket
-    profiler_prefix: str
-
-
 class RuleEvaluator(Construct):
-    """Evaluates profiler rules for the training jobs of a :class:`ProfiledTrainingJob` (or a job-name prefix).
+    """Evaluates profiler rules for a family of training jobs (:class:`TrainingJobs`).
 
     A Python Lambda function (arm64) runs every minute while jobs are InProgress and once more when each job ends. It
     reads only the profiler files it has not read yet (or SageMaker's CloudWatch metrics), keeps rule state in the job's
@@ -144,7 +119,7 @@ class RuleEvaluator(Construct):
 
     Example::
 
-        RuleEvaluator(stack, "Evaluator", training_job=job, rules=rule_set, source=MetricsSource.AUTO)
+        RuleEvaluator(stack, "Evaluator", training_jobs=job.training_jobs, rules=rule_set, source=MetricsSource.AUTO)
     """
 
     def __init__(
@@ -152,14 +127,9 @@ class RuleEvaluator(Construct):
         scope: Construct,
         id: str,
         *,
-        training_job: ProfiledTrainingJob | None = None,
-        job_name_prefix: str | None = None,
+        training_jobs: TrainingJobs,
         rules: ProfilerRuleSet | Sequence[ProfilerRule] | None = None,
         source: MetricsSource = MetricsSource.AUTO,
-        output_bucket: s3.IBucket | None = None,
-        output_prefix: str | None = None,
-        profiler_bucket: s3.IBucket | None = None,
-        profiler_prefix: str | None = None,
         event_bus: events.IEventBus | None = None,
         metric_namespace: str = DEFAULT_NAMESPACE,
         memory_size: int = DEFAULT_MEMORY_MB,
@@ -167,43 +137,79 @@ class RuleEvaluator(Construct):
         log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
         reserved_concurrency: int | None = DEFAULT_RESERVED_CONCURRENCY,
     ) -> None:
+        """
+        Args:
+            training_jobs: the jobs to evaluate and where they write (``job.training_jobs``, or
+                ``TrainingJobs.from_job_name_prefix / from_tag / from_pipeline``). Required.
+            rules: the profiler rules (a ProfilerRuleSet is read again at synth, so rules added later count). Default:
+                the training job's rule set, else ``[ProfilerReport()]``.
+            source: where the metrics are read. Default: ``MetricsSource.AUTO``.
+            event_bus: where status changes are published. Default: the stack's verdict bus (RuleAlarm listens there).
+            metric_namespace: CloudWatch namespace of the ``RuleIssuesFound`` metric. Default: ``CdkSageMakerDebugger``.
+            memory_size: the function's memory in MB (128-10240). Default: 1769 (one vCPU).
+            timeout: the function's timeout (60-900 s). Default: 5 minutes.
+            log_retention: retention of the function's log group. Default: three months.
+            reserved_concurrency: concurrent runs at most (None: no reservation). Default: 5.
+        """
         super().__init__(scope, id)
         where = self.node.path
         timeout_seconds = self._check_props(source, memory_size, timeout, where)
         reserved_concurrency = check_reserved_concurrency(reserved_concurrency, where=where)
-        _check_kinds(where, output_bucket=output_bucket, profiler_bucket=profiler_bucket, event_bus=event_bus,
-                     log_retention=log_retention, metric_namespace=metric_namespace)
-        places = self._locations(training_job, job_name_prefix, output_bucket,
-                                 key_prefix(output_prefix, where=where, field="output_prefix"), profiler_bucket,
-                                 key_prefix(profiler_prefix, where=where, field="profiler_prefix"), where)
-        source_of_rules = _rule_source(rules, training_job)
+        _check_kinds(where, event_bus=event_bus, log_retention=log_retention, metric_namespace=metric_namespace)
+        #: The jobs evaluated, and where they write.
+        self.training_jobs = check_training_jobs(training_jobs, where=where)
+        self.training_jobs.check_region(self, what="The RuleEvaluator")
+        self._use_rules(rules, where)
+        self.source = source
+        self.metric_namespace = metric_namespace
+        self.event_bus: events.IEventBus = self._bus(event_bus)
+        self._create_function(memory_size, timeout_seconds, log_retention, reserved_concurrency, custom_bus=event_bus)
+        self._grant_permissions()
+        self._create_rules()
+
+    def _use_rules(self, rules: ProfilerRuleSet | Sequence[ProfilerRule] | None, where: str) -> None:
+        source_of_rules = _rule_source(rules, self.training_jobs.training_job)
         #: The rule set evaluated (its rules are read at synth, so rules added later are evaluated too), or None.
         self.rule_set: ProfilerRuleSet | None = source_of_rules if isinstance(source_of_rules, ProfilerRuleSet) else None
         self._rule_list: Sequence[ProfilerRule] = () if self.rule_set is not None else source_of_rules
         self._where = where
         _ = self.rule_configurations  # refuse bad rules now, not at synth
-        self.job_name_prefix: str = places.job_name_prefix
-        self.source = source
-        self.metric_namespace = metric_namespace
-        self.output_bucket = places.output_bucket
-        self.profiler_bucket = places.profiler_bucket
-        self.output_prefix = places.output_prefix
-        #: Where the jobs' profiler files are, unless a job's own ProfilerConfig says otherwise (Debugger jobs): the
-        #: sampler's location.
-        self.profiler_s3_uri = f"s3://{places.profiler_bucket.bucket_name}/{places.profiler_prefix}".rstrip("/")
-        #: The bus the evaluator publishes on: the stack's verdict bus, unless event_bus= was given.
-        self.event_bus: events.IEventBus = event_bus or verdict_bus(self)
-        if event_bus is not None:
-            cdk.Annotations.of(self).add_warning_v2(
-                "cdk-sagemaker-debugger:evaluatorCustomEventBus",
-                "The evaluator publishes its status changes to the event bus you passed; RuleAlarm listens on the "
-                "stack's verdict bus and will not see them, and whoever that bus's policy lets publish can forge "
-                "verdicts and continuation events. Route them with an EventBridge rule on that bus "
-                "(on_status_change), or leave event_bus unset.",
-            )
-        self._create_function(memory_size, timeout_seconds, log_retention, reserved_concurrency, custom_bus=event_bus)
-        self._grant_permissions(places.output_prefix, places.profiler_prefix)
-        self._create_rules()
+
+    def _bus(self, event_bus: events.IEventBus | None) -> events.IEventBus:
+        """The bus the evaluator publishes on: the stack's verdict bus, unless event_bus= was given."""
+        if event_bus is None:
+            return verdict_bus(self)
+        cdk.Annotations.of(self).add_warning_v2(
+            "cdk-sagemaker-debugger:evaluatorCustomEventBus",
+            "The evaluator publishes its status changes to the event bus you passed; RuleAlarm listens on the "
+            "stack's verdict bus and will not see them, and whoever that bus's policy lets publish can forge "
+            "verdicts and continuation events. Route them with an EventBridge rule on that bus "
+            "(on_status_change), or leave event_bus unset.",
+        )
+        return event_bus
+
+    # -- the family's locations (read by TrainingDashboard and ProfiledTrainingJob) ----------------------------------
+    @property
+    def job_name_prefix(self) -> str:
+        """The start of the evaluated jobs' names ("" for a tag family)."""
+        return self.training_jobs.job_name_prefix
+
+    @property
+    def output_bucket(self) -> s3.IBucket:
+        return self.training_jobs.output_bucket
+
+    @property
+    def output_prefix(self) -> str:
+        return self.training_jobs.output_prefix
+
+    @property
+    def profiler_bucket(self) -> s3.IBucket:
+        return self.training_jobs.profiler_bucket
+
+    @property
+    def profiler_s3_uri(self) -> str:
+        """Where the jobs' profiler files are, unless a job's own ProfilerConfig says otherwise (Debugger jobs)."""
+        return self.training_jobs.profiler_s3_uri
 
     @staticmethod
     def _check_props(source: object, memory_size: object, timeout: object, where: str) -> int:
@@ -221,66 +227,23 @@ class RuleEvaluator(Construct):
                                 minimum=MIN_TIMEOUT_SECONDS, maximum=MAX_TIMEOUT_SECONDS)
         return seconds  # type: ignore[return-value]
 
-    def _locations(self, training_job: object, job_name_prefix: str | None, output_bucket: s3.IBucket | None,
-                   output_prefix: str | None, profiler_bucket: s3.IBucket | None, profiler_prefix: str | None,
-                   where: str) -> _Locations:
-        if (training_job is None) == (job_name_prefix is None):
-            raise ConfigurationError("give exactly one of training_job= or job_name_prefix=.", where=where,
-                                     field="training_job")
-        from_job = None
-        if training_job is not None:
-            if not isinstance(training_job, ProfiledTrainingJob):
-                raise ConfigurationTypeError(
-                    f"expected a ProfiledTrainingJob, got {type(training_job).__name__}. For jobs started elsewhere "
-                    "pass job_name_prefix= and output_bucket= instead.", where=where, field="training_job",
-                    value=training_job)
-            check_same_region(self, training_job, what="The RuleEvaluator")
-            # The job's runs are named <prefix>-<suffix>: the hyphen keeps sibling prefixes ("resnet50") out.
-            from_job = training_job.job_name_prefix
-            job_name_prefix = f"{from_job}-"
-            output_bucket = output_bucket or training_job.output_bucket
-            output_prefix = training_job.output_prefix if output_prefix is None else output_prefix
-            if profiler_bucket is None:
-                profiler_bucket, profiler_prefix = self._job_profiler_location(training_job, where)
-        prefix = check_watched_prefix(job_name_prefix, where=where, from_job=from_job)
-        if output_bucket is None:
-            raise ConfigurationError("job_name_prefix= needs output_bucket= (the jobs' OutputDataConfig bucket).",
-                                     where=where, field="output_bucket")
-        if profiler_bucket is None:
-            profiler_bucket = output_bucket
-            profiler_prefix = output_prefix if profiler_prefix is None else profiler_prefix
-        return _Locations(prefix, output_bucket, output_prefix or "", profiler_bucket, profiler_prefix or "")
-
-    def _job_profiler_location(self, training_job: ProfiledTrainingJob, where: str) -> tuple[s3.IBucket, str]:
-        profiler_uri = training_job.profiler_s3_uri
-        if profiler_uri == training_job.output_s3_uri:
-            return training_job.output_bucket, training_job.output_prefix
-        parsed = _bucket_and_prefix(profiler_uri)
-        if parsed is None:
-            raise ConfigurationError(
-                f"the training job's profiler output path {profiler_uri!r} is known only at deploy time, so the "
-                "evaluator cannot tell which bucket to read. Pass profiler_bucket= (and profiler_prefix=) for the "
-                "bucket the profiler writes to.", where=where, field="profiler_bucket", value=profiler_uri)
-        name, prefix = parsed
-        return s3.Bucket.from_bucket_name(self, "ProfilerBucket", name), prefix
-
     def _create_function(self, memory_size: int, timeout_seconds: int, log_retention: logs.RetentionDays,
                          reserved_concurrency: int | None, *, custom_bus: events.IEventBus | None) -> None:
-        prefix = self.job_name_prefix
+        env = EvaluatorEnvironment
         runtime = runtime_function(
             self,
             "Function",
             package="evaluator",
             handler="lambda_handler.handler",
-            description=f"Evaluates SageMaker profiler rules for training jobs {prefix}*",
-            role_description=f"Profiler rule evaluator for training jobs {prefix}*",
+            description=f"Evaluates SageMaker profiler rules for {self.training_jobs.label}",
+            role_description=f"Profiler rule evaluator for {self.training_jobs.label}",
             environment={
-                "JOB_NAME_PREFIX": prefix,
-                "RULES": lazy_string(lambda: json.dumps(self.rule_configurations, default=str)),
-                "SOURCE": self.source.value,
-                "PROFILER_S3_URI": self.profiler_s3_uri,
-                "EVENT_BUS_NAME": self.event_bus.event_bus_name,
-                "METRIC_NAMESPACE": self.metric_namespace,
+                **self.training_jobs.environment,
+                env.RULES: lazy_string(lambda: json.dumps(self.rule_configurations, default=str)),
+                env.SOURCE: self.source.value,
+                env.PROFILER_S3_URI: self.profiler_s3_uri,
+                env.EVENT_BUS_NAME: self.event_bus.event_bus_name,
+                env.METRIC_NAMESPACE: self.metric_namespace,
             },
             memory_size=memory_size,
             timeout=cdk.Duration.seconds(timeout_seconds),
@@ -309,7 +272,9 @@ class RuleEvaluator(Construct):
         shares it through ``evaluator=``)."""
         job_prefix = f"{training_job.job_name_prefix}-"
         problems = []
-        if not is_token(self.job_name_prefix) and not job_prefix.startswith(self.job_name_prefix):
+        if self.training_jobs.family.needs_tags:
+            problems.append(f"it evaluates {self.training_jobs.label}, which a name cannot tell")
+        elif not is_token(self.job_name_prefix) and not job_prefix.startswith(self.job_name_prefix):
             problems.append(f"its job_name_prefix {self.job_name_prefix!r} does not match the job's runs "
                             f"{job_prefix}*")
         if training_job.output_bucket is not self.output_bucket:
@@ -319,77 +284,74 @@ class RuleEvaluator(Construct):
         if problems:
             raise ConfigurationError(
                 f"the evaluator {self.node.path} cannot evaluate this job: {'; '.join(problems)}. Create the evaluator "
-                "with a job_name_prefix shared by its jobs and their output_bucket/output_prefix.",
+                "with TrainingJobs.from_job_name_prefix(...) shared by its jobs and their output_bucket/output_prefix.",
                 where=where, field="evaluator")
 
     def _create_rules(self) -> None:
-        prefix = self.job_name_prefix
+        jobs = self.training_jobs
         target = targets.LambdaFunction(self.function, dead_letter_queue=self.dead_letter_queue, retry_attempts=2)
         #: Every minute: evaluates the InProgress jobs.
         self.schedule_rule = events.Rule(self, "Schedule", schedule=events.Schedule.rate(cdk.Duration.minutes(1)),
                                          targets=[target],
-                                         description=f"Evaluate profiler rules of InProgress jobs {prefix}*")
+                                         description=f"Evaluate profiler rules of InProgress {jobs.label}")
         #: When a job ends: the final evaluation.
-        self.job_end_rule = events.Rule(self, "JobEnded", targets=[target], event_pattern=events.EventPattern(
-            source=["aws.sagemaker"], detail_type=["SageMaker Training Job State Change"],
-            detail={"TrainingJobStatus": ["Completed", "Failed", "Stopped"],
-                    "TrainingJobName": [{"prefix": prefix}]}))
+        self.job_end_rule = events.Rule(self, "JobEnded", targets=[target],
+                                        event_pattern=jobs.event_pattern(statuses=["Completed", "Failed", "Stopped"]))
         #: A run that ran out of time asks for the next one (on the verdict bus: only evaluators can ask).
         self.continuation_rule = events.Rule(self, "Continuation", event_bus=self.event_bus, targets=[target],
                                              event_pattern=events.EventPattern(
                                                  source=[EVENT_SOURCE], detail_type=[CONTINUATION],
-                                                 detail={"TrainingJobName": [{"prefix": prefix}]}))
+                                                 detail=jobs.name_filter() or None))
 
-    def _grant_permissions(self, output_prefix: str, profiler_prefix: str) -> None:
+    def _grant_permissions(self) -> None:
         """The function's own statements live in :attr:`policy`, where their cdk-nag findings are acknowledged one by
         one; what CDK grants (logs, the dead-letter queue, the bus, KMS) goes to the role's default policy."""
-        stack = cdk.Stack.of(self)
-        prefix = self.job_name_prefix
-        out = f"{output_prefix}/" if output_prefix else ""
-        prof = f"{profiler_prefix}/" if profiler_prefix else ""
+        jobs = self.training_jobs
         # Only the evaluator's own keys: its state object and its report folders. ProfiledTrainingJob denies them to
         # the execution role, so a run cannot forge state or reports for another run.
-        state = self.output_bucket.arn_for_objects(f"{out}{prefix}*/rule-output/{EVALUATOR_STATE_FILE}")
-        self._reports_pattern = f"{out}{prefix}*/rule-output/*/{EVALUATOR_REPORT_FOLDER}/*"
-        reports = self.output_bucket.arn_for_objects(self._reports_pattern)
-        job_arn = stack.format_arn(service="sagemaker", resource="training-job",
-                                   resource_name=f"{prefix if cdk.Token.is_unresolved(prefix) else prefix.lower()}*")
-        profiler_objects = self.profiler_bucket.arn_for_objects(f"{prof}{prefix}*/profiler-output/*")
+        state = jobs.output_bucket.arn_for_objects(jobs.output_key_pattern(f"rule-output/{EVALUATOR_STATE_FILE}"))
+        self._reports_pattern = jobs.output_key_pattern(f"rule-output/*/{EVALUATOR_REPORT_FOLDER}/*")
+        reports = jobs.output_bucket.arn_for_objects(self._reports_pattern)
+        profiler_objects = jobs.profiler_bucket.arn_for_objects(jobs.profiler_key_pattern("profiler-output/*"))
         statements = [
-            iam.PolicyStatement(actions=["sagemaker:DescribeTrainingJob"], resources=[job_arn]),
+            *jobs.describe_statements(),
             iam.PolicyStatement(actions=["sagemaker:ListTrainingJobs", "cloudwatch:GetMetricData",
                                          "ec2:DescribeInstanceTypes"], resources=["*"]),
             iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[state, reports]),
             iam.PolicyStatement(actions=["s3:GetObject"], resources=[profiler_objects]),
+            *self._list_bucket_statements(),
         ]
-        # ListBucket also makes a missing state object a 404 rather than a 403 on the first run
-        listed: dict[int, tuple[s3.IBucket, list[str]]] = {}
-        for bucket, pattern in ((self.profiler_bucket, f"{prof}{prefix}*/profiler-output/*"),
-                                (self.output_bucket, f"{out}{prefix}*/rule-output/*")):
-            listed.setdefault(id(bucket), (bucket, []))[1].append(pattern)
-        for bucket, patterns in listed.values():
-            statements.append(iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
-                                                  conditions={"StringLike": {"s3:prefix": patterns}}))
         #: The function's own permissions (the role's default policy holds what CDK grants).
         self.policy = iam.Policy(self, "Permissions", roles=[self.role], statements=statements)
         self.function.node.add_dependency(self.policy)
-        for bucket in {id(b): b for b in (self.output_bucket, self.profiler_bucket)}.values():
+        for bucket in {id(b): b for b in (jobs.output_bucket, jobs.profiler_bucket)}.values():
             if bucket.encryption_key is not None:
                 bucket.encryption_key.grant_encrypt_decrypt(self.role)
         self.log_group.grant_write(self.role)
         acknowledge_wildcards(self.policy, {
             "Resource::*": "ListTrainingJobs, GetMetricData and DescribeInstanceTypes do not support resource-level "
-            "permissions; the function filters jobs by the configured prefix, reads only the /aws/sagemaker/TrainingJobs "
+            "permissions; the function keeps the family's jobs only, reads only the /aws/sagemaker/TrainingJobs "
             "metrics, and asks EC2 only for the GPU count of instance types newer than its table.",
-            f"Resource::{job_arn}": "Training job names end in a generated suffix; the statement is scoped to the "
-            "configured job-name prefix.",
+            f"Resource::{jobs.arn_pattern}": "Training job names end in a generated suffix; the statement is scoped to "
+            f"the {jobs.label} (and, for tag and pipeline families, to their tag).",
             f"Resource::{state}": "The evaluator's state object of each job (rule-output/"
-            f"{EVALUATOR_STATE_FILE}), whose job names are only known at run time; scoped to the prefix's jobs.",
+            f"{EVALUATOR_STATE_FILE}), whose job names are only known at run time; scoped to the family's jobs.",
             f"Resource::{reports}": "The evaluator's own report folders (rule-output/<rule>/evaluator-output/) of the "
-            "prefix's jobs, whose names are only known at run time.",
+            "family's jobs, whose names are only known at run time.",
             f"Resource::{profiler_objects}": "Profiler output is read per job and per minute file; scoped to the "
-            "profiler-output/ folders of the prefix's jobs.",
+            "profiler-output/ folders of the family's jobs.",
         })
+
+    def _list_bucket_statements(self) -> list[iam.PolicyStatement]:
+        """ListBucket on the family's folders (it also makes a missing state object a 404 rather than a 403)."""
+        jobs = self.training_jobs
+        listed: dict[int, tuple[s3.IBucket, list[str]]] = {}
+        for bucket, pattern in ((jobs.profiler_bucket, jobs.profiler_key_pattern("profiler-output/*")),
+                                (jobs.output_bucket, jobs.output_key_pattern("rule-output/*"))):
+            listed.setdefault(id(bucket), (bucket, []))[1].append(pattern)
+        return [iam.PolicyStatement(actions=["s3:ListBucket"], resources=[bucket.bucket_arn],
+                                    conditions={"StringLike": {"s3:prefix": patterns}})
+                for bucket, patterns in listed.values()]
 
     # ------------------------------------------------------------------------------------------------------------------
     def metric_rule_issues_found(self, rule: str, *, training_job_name: str | None = None,
@@ -410,7 +372,7 @@ class RuleEvaluator(Construct):
     def on_status_change(self, id: str, *, target: events.IRuleTarget | None = None,
                          statuses: Sequence[str] | None = None) -> events.Rule:
         """An EventBridge rule for the evaluator's status-change events (optionally only some statuses)."""
-        detail: dict[str, Any] = {"TrainingJobName": [{"prefix": self.job_name_prefix}]}
+        detail: dict[str, Any] = self.training_jobs.name_filter()
         if statuses:
             detail["ProfilerRuleEvaluationStatuses"] = {"RuleEvaluationStatus": list(statuses)}
         rule = events.Rule(self, id, event_bus=self.event_bus, event_pattern=events.EventPattern(

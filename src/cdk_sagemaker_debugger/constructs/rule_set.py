@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -21,7 +20,6 @@ __all__ = ["ProfilerRuleSet", "MAX_PROFILER_RULES"]
 
 #: The API's limit on ProfilerRuleConfigurations per training job.
 MAX_PROFILER_RULES = 20
-_RULE_NAME_PATTERN = re.compile(r".*", re.DOTALL)
 
 
 class ProfilerRuleSet(Construct):

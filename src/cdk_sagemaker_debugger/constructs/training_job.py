@@ -34,6 +34,7 @@ from ..model.distribution import DebuggerFeatures, Distribution, check_debugger_
 from ..model.errors import ConfigurationError, ConfigurationTypeError, UnsupportedRegionError
 from ..model.frameworks import FrameworkInfo, parse_training_image
 from ..model.images import DEBUGGER_UNSUPPORTED_REGIONS, partition_of
+from ..model.job_family import job_name_pattern
 from ..model.metric_rules import MetricRule, check_metric_names
 from ..model.parameters import is_token
 from ..model.pipeline_definition import PIPELINE_JOB_NAME_PREFIX, training_step
@@ -70,6 +71,7 @@ from ._common import (
     rule_image_repository_arn,
     whole_seconds,
 )
+from .family import TrainingJobs
 from .rule_set import ProfilerRuleSet
 from .sampler import Sampler
 
@@ -216,6 +218,7 @@ def family_metric(
                                        period=period)
 
 
+@jsii.implements(iam.IGrantable, ec2.IConnectable)
 class ProfiledTrainingJob(Construct):
     """A SageMaker training job with profiler rules, synthesized as a complete CreateTrainingJob request.
 
@@ -569,9 +572,30 @@ class ProfiledTrainingJob(Construct):
 
     # ------------------------------------------------------------------------------------------------------------------
     @functools.cached_property
+    def training_jobs(self) -> TrainingJobs:
+        """This construct's runs as a job family (``<prefix>-*``, its output and profiler locations, its role): what
+        RuleAlarm, RuleEvaluator and TrainingDashboard take as ``training_jobs=``."""
+        return TrainingJobs.of_training_job(self)
+
+    @property
+    def grant_principal(self) -> iam.IPrincipal:
+        """The execution role: ``bucket.grant_read(job)`` lets the training jobs read the bucket (iam.IGrantable)."""
+        return self.role.grant_principal
+
+    @property
+    def connections(self) -> ec2.Connections:
+        """The jobs' security groups (ec2.IConnectable), for ``database.connections.allow_default_port_from(job)``.
+        Only for a job in a VPC."""
+        if self.vpc is None:
+            raise ConfigurationError("has no network connections without vpc=; create the job in a VPC to use it as "
+                                     "an ec2.IConnectable.", where=self._where, field="vpc")
+        return ec2.Connections(security_groups=self.security_groups)
+
+    @functools.cached_property
     def training_job_arn_pattern(self) -> str:
-        """ARN pattern of every job this construct starts (``...:training-job/<prefix>-*``; ARNs are lower case)."""
-        return self._arn("sagemaker", f"training-job/{self.job_name_prefix.lower()}-*")
+        """ARN pattern of every job this construct starts (``...:training-job/<prefix>-*``; lower case, see
+        ``model/job_family.py``)."""
+        return self._arn("sagemaker", f"training-job/{job_name_pattern(self.job_name_prefix + '-')}")
 
     def grant_start_execution(self, grantee: iam.IGrantable) -> iam.Grant:
         """Allow ``grantee`` to start training runs (executions of the state machine)."""
@@ -1015,7 +1039,7 @@ class ProfiledTrainingJob(Construct):
             return evaluator
         if self.rule_engine is RuleEngine.DEBUGGER or self.rule_set is None:
             return None
-        return RuleEvaluator(self, "Evaluator", training_job=self, rules=self.rule_set)
+        return RuleEvaluator(self, "Evaluator", training_jobs=self.training_jobs, rules=self.rule_set)
 
     def _grant_execution_permissions(self, in_vpc: bool) -> None:
         """Least privilege for SageMaker: the job's own S3 prefixes, image pulls, its log groups and metrics."""
@@ -1253,9 +1277,10 @@ class ProfiledTrainingJob(Construct):
         names: dict[str, str] = {}  # resource-name pattern -> what it stops
         for prefix in permissions.stop_training_job_prefixes:
             if prefix == run_name:
-                names[f"{self.job_name_prefix.lower()}-*"] = "this job's runs (the action names the run's exact job)"
+                names[job_name_pattern(f"{self.job_name_prefix}-")] = ("this job's runs (the action names the run's "
+                                                                       "exact job)")
             else:
-                names[f"{prefix if is_token(prefix) else prefix.lower()}*"] = f"a running job whose name starts with {prefix!r}"
+                names[job_name_pattern(prefix)] = f"a running job whose name starts with {prefix!r}"
         new = {pattern: what for pattern, what in names.items() if pattern not in self._granted_stop_patterns}
         if not new:
             return []

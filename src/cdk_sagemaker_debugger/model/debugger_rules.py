@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 from .actions import ACTION_JSON_MAX_LENGTH, Action, ActionList, check_actions
 from .debug_hook import CollectionConfig
 from .errors import ConfigurationError, ConfigurationTypeError, did_you_mean
+from .job_family import job_name_pattern
 from .parameters import ParameterSpec, is_token, validate_parameters
 from .parameters import _number as _finite_number
 from .rule_base import S3_URI, CustomRuleFields, RuleBase, check_custom_parameters
@@ -521,7 +522,7 @@ class RulePermissions:
         SageMaker writes job names in lowercase in ARNs, so the prefixes are lowercased (tokens are left as they are).
         ``sagemaker:ListTrainingJobs`` has no resource-level permissions and needs ``*``.
         """
-        return tuple(f"{prefix if is_token(prefix) else prefix.lower()}*" for prefix in self.stop_training_job_prefixes)
+        return tuple(job_name_pattern(prefix) for prefix in self.stop_training_job_prefixes)
 
     def __or__(self, other: RulePermissions) -> RulePermissions:
         prefixes = dict.fromkeys((*self.stop_training_job_prefixes, *other.stop_training_job_prefixes))

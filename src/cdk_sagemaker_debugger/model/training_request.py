@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from . import job_family
 from .api_model import enum_values
 from .errors import ConfigurationError, ConfigurationTypeError, did_you_mean
+from .job_family import JOB_NAME_SUFFIX_LENGTH, MAX_JOB_NAME_PREFIX_LENGTH
 from .parameters import is_token
 
 __all__ = [
@@ -22,11 +23,6 @@ __all__ = [
     "REQUEST_KEY_ORDER",
 ]
 
-#: Each execution names its job ``<prefix>-<20 hex characters>`` (80 random bits from a UUID).
-JOB_NAME_SUFFIX_LENGTH = 21
-MAX_JOB_NAME_LENGTH = 63
-MAX_JOB_NAME_PREFIX_LENGTH = MAX_JOB_NAME_LENGTH - JOB_NAME_SUFFIX_LENGTH
-_PREFIX = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*")
 TRAINING_INPUT_MODES = ("File", "Pipe", "FastFile")
 
 # Members added after the first release sit where the SageMaker Python SDK's _get_train_request inserts them relative to
@@ -66,35 +62,8 @@ REQUEST_KEY_ORDER = (
 
 
 def check_job_name_prefix(prefix: Any, *, where: str | None = None) -> None:
-    """A prefix that, with the 21-character unique suffix, always gives a valid TrainingJobName."""
-    if not isinstance(prefix, str):
-        raise ConfigurationTypeError(
-            f"expected a string, got {type(prefix).__name__} {prefix!r}.", where=where, field="job_name_prefix", value=prefix
-        )
-    if is_token(prefix):
-        raise ConfigurationError(
-            "must be a literal string: it scopes the IAM policies and the EventBridge filters at synth time.",
-            where=where,
-            field="job_name_prefix",
-            value=prefix,
-        )
-    if len(prefix) > MAX_JOB_NAME_PREFIX_LENGTH:
-        raise ConfigurationError(
-            f"{prefix!r} is {len(prefix)} characters; at most {MAX_JOB_NAME_PREFIX_LENGTH} fit, because each job is named "
-            f"'<prefix>-<20 hex characters>' and training job names are limited to {MAX_JOB_NAME_LENGTH}.",
-            where=where,
-            field="job_name_prefix",
-            value=prefix,
-        )
-    if not _PREFIX.fullmatch(prefix):
-        fixed = re.sub(r"[^a-zA-Z0-9-]", "-", prefix).strip("-")
-        raise ConfigurationError(
-            f"{prefix!r} is not a valid training job name start: use letters, digits and hyphens, beginning and ending "
-            f"with a letter or digit (the suffix adds its own hyphen).{f' Try {fixed!r}.' if fixed else ''}",
-            where=where,
-            field="job_name_prefix",
-            value=prefix,
-        )
+    """A ProfiledTrainingJob prefix that, with the 21-character unique suffix, always gives a valid TrainingJobName."""
+    job_family.check_job_name_prefix(prefix, where=where, own=True)
 
 
 def example_job_name(prefix: str) -> str:

@@ -18,6 +18,7 @@ from evaluator_jobs import small_spec
 from moto import mock_aws
 
 from cdk_sagemaker_debugger.runtime.evaluator import lambda_handler as lh
+from cdk_sagemaker_debugger.runtime.evaluator.contract_shared import JobFamily
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import constant, write_job
 
 REGION = "us-east-1"
@@ -109,7 +110,7 @@ def sagemaker_stub(*responses: dict[str, Any]) -> tuple[Any, Stubber]:
     return client, stub
 
 
-SETTINGS = lh.Settings(job_name_prefix="exp-", read_workers=2)
+SETTINGS = lh.Settings(family=JobFamily(job_name_prefix="exp-"), read_workers=2)
 
 
 def clients_for(aws: dict[str, Any], sagemaker: Any, cloudwatch: Any = None) -> lh.Clients:
@@ -289,11 +290,11 @@ def test_schedule_evaluates_the_prefixed_in_progress_jobs(aws):
 
 
 def test_settings_refuse_to_run_without_a_prefix():
-    with pytest.raises(ValueError, match="JOB_NAME_PREFIX"):
+    with pytest.raises(ValueError, match="JOB_FAMILY"):
         lh.Settings.from_env({"RULES": "[]"})
     with pytest.raises(ValueError, match="SOURCE"):
-        lh.Settings.from_env({"JOB_NAME_PREFIX": "a", "SOURCE": "BOTH"})
-    settings = lh.Settings.from_env({"JOB_NAME_PREFIX": "a", "RULES": json.dumps([
+        lh.Settings.from_env({"JOB_FAMILY": '{"job_name_prefix": "a"}', "SOURCE": "BOTH"})
+    settings = lh.Settings.from_env({"JOB_FAMILY": '{"job_name_prefix": "a"}', "RULES": json.dumps([
         {"configuration_name": "low", "rule_to_invoke": "LowGPUUtilization", "parameters": {"window": "60"}}])})
     assert settings.rules[0].parameters == {"window": "60"}
 
@@ -316,7 +317,7 @@ def test_a_run_out_of_time_commits_its_progress_and_asks_for_a_continuation(aws,
 def test_an_ended_job_without_profiler_data_is_final_and_not_applicable(aws):
     """SOURCE=PROFILER on a job that never wrote profiler output: verdicts say why, instead of InProgress forever."""
     sm, stub = sagemaker_stub(describe("Completed"))
-    settings = lh.Settings(job_name_prefix="exp-", read_workers=2, source="PROFILER")
+    settings = lh.Settings(family=JobFamily(job_name_prefix="exp-"), read_workers=2, source="PROFILER")
     outcome = lh.evaluate_job(JOB, settings, clients_for(aws, sm), deadline=float("inf"))
     assert outcome["result"] == "final"
     [event] = received(aws)
@@ -333,7 +334,7 @@ def sampler_job(status: str = "InProgress", *, transitions: list[dict[str, Any]]
     return response
 
 
-SAMPLER_SETTINGS = lh.Settings(job_name_prefix="exp-", read_workers=2, profiler_s3_uri=f"s3://{BUCKET}/profiler")
+SAMPLER_SETTINGS = lh.Settings(family=JobFamily(job_name_prefix="exp-"), read_workers=2, profiler_s3_uri=f"s3://{BUCKET}/profiler")
 
 
 def test_a_job_without_profiler_config_is_read_from_the_configured_sampler_location(aws, tmp_path):
@@ -347,9 +348,9 @@ def test_a_job_without_profiler_config_is_read_from_the_configured_sampler_locat
 
 
 def test_settings_read_the_profiler_location_from_the_environment():
-    settings = lh.Settings.from_env({"JOB_NAME_PREFIX": "exp-", "PROFILER_S3_URI": "s3://b/training"})
+    settings = lh.Settings.from_env({"JOB_FAMILY": '{"job_name_prefix": "exp-"}', "PROFILER_S3_URI": "s3://b/training"})
     assert settings.profiler_s3_uri == "s3://b/training"
-    assert lh.Settings.from_env({"JOB_NAME_PREFIX": "exp-"}).profiler_s3_uri == ""
+    assert lh.Settings.from_env({"JOB_FAMILY": '{"job_name_prefix": "exp-"}'}).profiler_s3_uri == ""
 
 
 def test_auto_waits_for_the_sampler_until_five_minutes_into_the_training_status(aws):

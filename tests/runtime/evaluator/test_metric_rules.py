@@ -14,6 +14,7 @@ from botocore.stub import Stubber
 from test_evaluator_lambda import ARN, BUCKET, JOB, REGION, aws, load_state, received  # noqa: F401 (aws: fixture)
 
 from cdk_sagemaker_debugger.runtime.evaluator import lambda_handler as lh
+from cdk_sagemaker_debugger.runtime.evaluator.contract_shared import JobFamily
 from cdk_sagemaker_debugger.runtime.evaluator.engine import RuleConfig
 from cdk_sagemaker_debugger.runtime.evaluator.metric_checks import loss_not_decreasing, overfit, stalled
 from cdk_sagemaker_debugger.runtime.evaluator.metric_rules import MetricEvaluation
@@ -152,7 +153,7 @@ def metric_query(job: str = JOB) -> list[dict[str, Any]]:
 
 
 def test_lambda_reads_new_minutes_each_run_and_publishes_issues_found_once(aws):  # noqa: F811
-    settings = lh.Settings(job_name_prefix="exp-", rules=[loss_rule("loss")])
+    settings = lh.Settings(family=JobFamily(job_name_prefix="exp-"), rules=[loss_rule("loss")])
     sm = boto3.client("sagemaker", region_name=REGION)
     sm_stub = Stubber(sm)
     for response in (describe(), describe()):
@@ -200,7 +201,7 @@ def test_lambda_reads_new_minutes_each_run_and_publishes_issues_found_once(aws):
 
 def test_metric_rules_alone_finish_with_the_job(aws):  # noqa: F811
     end = T0 + timedelta(minutes=5)
-    settings = lh.Settings(job_name_prefix="exp-", rules=[RuleConfig("stall", "StalledTraining",
+    settings = lh.Settings(family=JobFamily(job_name_prefix="exp-"), rules=[RuleConfig("stall", "StalledTraining",
                                                                      {"metric": "train:loss", "threshold": 1800})])
     sm = boto3.client("sagemaker", region_name=REGION)
     sm_stub = Stubber(sm)

@@ -25,6 +25,7 @@ from botocore.exceptions import ClientError
 from botocore.stub import Stubber
 
 from cdk_sagemaker_debugger.runtime.rule_alarm.alarm import RuleAlarmIncomplete, RuleAlarmProcessor
+from cdk_sagemaker_debugger.runtime.rule_alarm.contract_shared import JobFamily
 from cdk_sagemaker_debugger.runtime.rule_alarm.logs import LOGGER_NAME
 from cdk_sagemaker_debugger.runtime.rule_alarm.settings import Settings
 
@@ -245,7 +246,7 @@ class Harness:
             table_name=create_table(clients.dynamodb),
             topic_arn=clients.topic_arn,
             alarm_id="Stack/Alarm",
-            **{"job_name_prefix": "exp-", **(settings or {})},
+            **{"family": JobFamily(job_name_prefix="exp-"), **(settings or {})},
         )
         self.logs = _Records()
         self.logger = logging.getLogger(f"{LOGGER_NAME}.test.{self.settings.table_name}")
@@ -447,7 +448,7 @@ class Harness:
         """Let the system settle: faults stop, retries run, leases expire, and the sweep catches up."""
         self.disarm()
         for name in self.world.jobs:
-            if name.startswith(self.settings.job_name_prefix):
+            if self.settings.family.name_may_belong(name):
                 self.invoke(self.world.state_change_event(name))
         for _round in range(3):
             queued, self.retry_queue = self.retry_queue, []

@@ -178,7 +178,7 @@ def test_ledger_keys_stay_within_dynamodb_limits_and_apart() -> None:
 ENVIRONMENT = {
     "TABLE_NAME": "alarm-table",
     "TOPIC_ARN": "arn:aws:sns:us-east-1:123456789012:alarm",
-    "JOB_NAME_PREFIX": "exp-",
+    "JOB_FAMILY": '{"job_name_prefix": "exp-"}',
     "ALARM_ID": "Stack/Alarm",
 }
 
@@ -196,6 +196,7 @@ def test_settings_from_the_environment_with_everything() -> None:
             **ENVIRONMENT,
             "STATUSES": json.dumps(["IssuesFound", "Error"]),
             "RULE_NAMES": json.dumps(["LowGPUUtilization"]),
+            "STOP": "true",
             "STOP_PREFIX": "exp-gpu-",
             "TRANSITION_TTL_DAYS": "30",
         }
@@ -213,7 +214,7 @@ def test_settings_from_the_environment_with_everything() -> None:
         ({"STATUSES": "IssuesFound"}, "STATUSES must be a JSON list of strings"),
         ({"STATUSES": '["Exploded"]'}, "STATUSES must be a non-empty subset"),
         ({"RULE_NAMES": '{"a": 1}'}, "RULE_NAMES must be a JSON list of strings"),
-        ({"STOP_PREFIX": "prod-"}, "STOP_PREFIX 'prod-' must start with JOB_NAME_PREFIX 'exp-'"),
+        ({"STOP": "true", "STOP_PREFIX": "prod-"}, "STOP_PREFIX 'prod-' must start with the family's prefix 'exp-'"),
     ],
 )
 def test_settings_errors_name_the_variable(change: dict[str, str], message: str) -> None:

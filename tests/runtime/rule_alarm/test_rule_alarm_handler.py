@@ -19,6 +19,7 @@ from rule_alarm_world import (
 )
 
 from cdk_sagemaker_debugger.runtime.rule_alarm.alarm import RuleAlarmProcessor
+from cdk_sagemaker_debugger.runtime.rule_alarm.contract_shared import JobFamily
 from cdk_sagemaker_debugger.runtime.rule_alarm.settings import Settings
 
 RULES = ("LowGPUUtilization", "CPUBottleneck")
@@ -318,7 +319,7 @@ def test_requests_match_the_sagemaker_and_sns_models_exactly(aws: AwsClients) ->
     settings = Settings(
         table_name=create_table(aws.dynamodb),
         topic_arn=f"arn:aws:sns:{REGION}:{ACCOUNT}:rule-alarm",
-        job_name_prefix="resnet-",
+        family=JobFamily(job_name_prefix="resnet-"),
         alarm_id="Stack/Alarm",
         stop_prefix="resnet-",
     )

@@ -15,6 +15,7 @@ from rule_alarm_world import EPOCH, OUTPUT_BUCKET, REGION, Harness, minutes
 
 from cdk_sagemaker_debugger import rules
 from cdk_sagemaker_debugger.runtime.evaluator import lambda_handler as lh
+from cdk_sagemaker_debugger.runtime.evaluator.contract_shared import JOB_FAMILY_ENV, JobFamily
 
 JOB = "exp-bert-0007"
 METRIC = "train:loss"
@@ -24,7 +25,8 @@ def evaluator_settings() -> lh.Settings:
     """What the RuleEvaluator construct puts in the function's environment for this rule."""
     rule = rules.LossNotDecreasing(metric=METRIC, num_steps=10, diff_percent=0.1)
     config = {"configuration_name": rule.name, "rule_to_invoke": rule.rule_to_invoke, "parameters": rule.parameters}
-    return lh.Settings.from_env({"JOB_NAME_PREFIX": "exp-", "RULES": json.dumps([config])})
+    return lh.Settings.from_env({JOB_FAMILY_ENV: JobFamily(job_name_prefix="exp-").to_json(),
+                                 "RULES": json.dumps([config])})
 
 
 def described(harness: Harness) -> dict[str, Any]:

@@ -181,7 +181,7 @@ def _expected(
 
     def wanted(name: str, rule: str, status: str) -> bool:
         return (
-            name.startswith(cfg.job_name_prefix)
+            cfg.family.name_may_belong(name)
             and status in cfg.statuses
             and (cfg.rule_names is None or rule in cfg.rule_names)
         )

@@ -175,8 +175,9 @@ def test_handler_builds_retrying_clients_from_the_environment(aws: AwsClients, m
     environment = {
         "TABLE_NAME": "alarm-table",
         "TOPIC_ARN": aws.topic_arn,
-        "JOB_NAME_PREFIX": "exp-",
+        "JOB_FAMILY": '{"job_name_prefix": "exp-"}',
         "ALARM_ID": "Stack/Alarm",
+        "STOP": "true",
         "STOP_PREFIX": "exp-",
         "AWS_DEFAULT_REGION": REGION,
     }

@@ -145,7 +145,7 @@ def test_parse_time_gives_none_for_times_without_a_utc_equivalent(text: str) -> 
 
 def test_settings_read_the_trust_environment() -> None:
     settings = Settings.from_environment({
-        "TABLE_NAME": "t", "TOPIC_ARN": "arn:aws:sns:us-east-1:1:t", "JOB_NAME_PREFIX": "exp-", "ALARM_ID": "S/A",
+        "TABLE_NAME": "t", "TOPIC_ARN": "arn:aws:sns:us-east-1:1:t", "JOB_FAMILY": '{"job_name_prefix": "exp-"}', "ALARM_ID": "S/A",
         "ACCOUNT_ID": ACCOUNT, "EXECUTION_ROLE_ARN": FAMILY_ROLE, "KNOWN_RULES": '["A", "B"]',
         "MAX_MESSAGES_PER_JOB": "7",
     })

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import cloudwatch
+from .contract_shared import DEFAULT_NAMESPACE, JOB_FAMILY_ENV, EvaluatorEnvironment, JobFamily, job_tags
 from .engine import (
     PROFILER_REPORT,
     Cursor,
@@ -53,11 +54,12 @@ AUTO_WAIT_FOR_PROFILER_S = 300
 
 @dataclass
 class Settings:
-    job_name_prefix: str
+    #: Which jobs are evaluated (the construct's TrainingJobs).
+    family: JobFamily
     rules: list[RuleConfig] = field(default_factory=list)
     source: str = "AUTO"
     event_bus: str = "default"
-    namespace: str = "CdkSageMakerDebugger"
+    namespace: str = DEFAULT_NAMESPACE
     safety_margin_s: float = 30.0
     read_workers: int = 4
     #: Where the jobs' profiler files are (``<uri>/<job>/profiler-output/``) when a job has no ProfilerConfig: the
@@ -67,17 +69,18 @@ class Settings:
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         env = dict(os.environ if env is None else env)
-        prefix = env.get("JOB_NAME_PREFIX", "")
-        if not prefix:
-            raise ValueError("JOB_NAME_PREFIX is not set; the evaluator would otherwise read every training job")
-        rules = [RuleConfig.from_dict(r) for r in json.loads(env.get("RULES", "[]"))]
-        source = env.get("SOURCE", "AUTO").upper()
+        names = EvaluatorEnvironment
+        if not env.get(JOB_FAMILY_ENV):
+            raise ValueError(f"{JOB_FAMILY_ENV} is not set; the evaluator would otherwise read every training job")
+        family = JobFamily.from_json(env[JOB_FAMILY_ENV])
+        rules = [RuleConfig.from_dict(r) for r in json.loads(env.get(names.RULES, "[]"))]
+        source = env.get(names.SOURCE, "AUTO").upper()
         if source not in SOURCES:
-            raise ValueError(f"SOURCE={source!r}; expected one of {', '.join(SOURCES)}")
-        return cls(prefix, rules, source, env.get("EVENT_BUS_NAME", "default"),
-                   env.get("METRIC_NAMESPACE", "CdkSageMakerDebugger"),
-                   float(env.get("SAFETY_MARGIN_SECONDS", "30")), int(env.get("READ_WORKERS", "4")),
-                   env.get("PROFILER_S3_URI", ""))
+            raise ValueError(f"{names.SOURCE}={source!r}; expected one of {', '.join(SOURCES)}")
+        return cls(family, rules, source, env.get(names.EVENT_BUS_NAME, "default"),
+                   env.get(names.METRIC_NAMESPACE, DEFAULT_NAMESPACE),
+                   float(env.get(names.SAFETY_MARGIN_SECONDS, "30")), int(env.get(names.READ_WORKERS, "4")),
+                   env.get(names.PROFILER_S3_URI, ""))
 
 
 class Clients:
@@ -111,18 +114,21 @@ def _epoch(value: Any) -> float | None:
 
 
 def jobs_for_event(event: dict[str, Any], settings: Settings, clients: Clients) -> list[str]:
-    """Which jobs this invocation evaluates."""
+    """Which jobs this invocation may evaluate: those whose name may belong to the family (:func:`evaluate_job`
+    checks the rest, tags included, before it reads anything)."""
+    family = settings.family
     detail = event.get("detail") if isinstance(event.get("detail"), dict) else {}
     name = detail.get("TrainingJobName") or event.get("TrainingJobName")
     if isinstance(name, str) and name:
-        return [name] if name.startswith(settings.job_name_prefix) else []
+        return [name] if family.name_may_belong(name) else []
     jobs: list[str] = []
-    kwargs: dict[str, Any] = {"StatusEquals": "InProgress", "NameContains": settings.job_name_prefix,
-                              "MaxResults": 100}
+    kwargs: dict[str, Any] = {"StatusEquals": "InProgress", "MaxResults": 100}
+    if family.list_filter:
+        kwargs["NameContains"] = family.list_filter
     while True:
         page = clients.sagemaker.list_training_jobs(**kwargs)
         jobs += [j["TrainingJobName"] for j in page.get("TrainingJobSummaries", [])
-                 if j["TrainingJobName"].startswith(settings.job_name_prefix)]
+                 if family.name_may_belong(j["TrainingJobName"])]
         if not page.get("NextToken"):
             return jobs
         kwargs["NextToken"] = page["NextToken"]
@@ -364,10 +370,21 @@ class JobContext:
     deadline: float
 
 
+def family_refusal(job: str, description: dict[str, Any], settings: Settings, clients: Clients) -> str | None:
+    """Why the described job is not one of the family's (None when it is); reads its tags where tags decide."""
+    family = settings.family
+    tags = job_tags(clients.sagemaker, description["TrainingJobArn"]) if family.needs_tags else None
+    return family.refusal(job, tags)
+
+
 def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float, now: float | None = None
                  ) -> dict[str, Any]:
     now = time.time() if now is None else now
     description = clients.sagemaker.describe_training_job(TrainingJobName=job)
+    refusal = family_refusal(job, description, settings, clients)
+    if refusal is not None:
+        LOG.warning("%s: not evaluated: %s", job, refusal)
+        return {"job": job, "result": "not in the family", "reason": refusal}
     bucket, prefix = split_s3_uri(description["OutputDataConfig"]["S3OutputPath"])
     base = f"{prefix.strip('/')}/{job}/rule-output".lstrip("/")
     stored = open_state(job, clients, bucket, base)

@@ -7,13 +7,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from .contract_shared import CONTINUATION_DETAIL_TYPE as CONTINUATION
+from .contract_shared import DEFAULT_NAMESPACE, EVENT_SOURCE
+from .contract_shared import RULE_ISSUES_FOUND_METRIC as METRIC_NAME
+from .contract_shared import STATUS_CHANGE_DETAIL_TYPE as STATUS_CHANGE
 from .engine import STATUS_ISSUES, RuleResult
-
-EVENT_SOURCE = "cdk-sagemaker-debugger"
-STATUS_CHANGE = "Profiler Rule Evaluation Status Change"
-CONTINUATION = "Profiler Rule Evaluation Continuation"
-DEFAULT_NAMESPACE = "CdkSageMakerDebugger"
-METRIC_NAME = "RuleIssuesFound"
 
 
 def status_change_event(job_name: str, job_arn: str, statuses: list[dict[str, Any]], bus: str) -> dict[str, Any]:

@@ -21,11 +21,11 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from .contract_shared import EVENT_SOURCE as EVALUATOR_SOURCE
+from .contract_shared import TRANSITION_DETAIL_TYPE, job_tags
 from .events import (
-    EVALUATOR_SOURCE,
     JOB_STATUSES_STILL_RUNNING,
     RULE_STATUSES_STILL_RUNNING,
-    TRANSITION_DETAIL_TYPE,
     JobEvent,
     MalformedEvent,
     RuleStatus,
@@ -136,7 +136,7 @@ class RuleAlarmProcessor:
         if description is None:
             self._log.warning("dropped event for a training job that does not exist", extra=fields)
             return {"outcome": "dropped", "reason": "training job not found"}
-        refusal = self._not_family(description)
+        refusal = self._not_family(event.job_name, description)
         if refusal is not None:
             self._log.warning(f"dropped event: {refusal}", extra={**fields, "role": description.get("RoleArn")})
             return {"outcome": "dropped", "reason": refusal}
@@ -154,16 +154,22 @@ class RuleAlarmProcessor:
 
     def _refuse_event(self, event: JobEvent) -> str | None:
         """Why an event is not for this alarm (None when it is): another prefix, or another account."""
-        if not event.job_name.startswith(self.settings.job_name_prefix):
+        if not self.settings.family.name_may_belong(event.job_name):
             return "job outside the watched prefix"
         account = self.settings.account_id
         if account is not None and event.account != account:
             return "event from another account"
         return None
 
-    def _not_family(self, description: Mapping[str, Any]) -> str | None:
-        """Why a described job is not one of the family's (None when it is): it runs as another role. A job name is
-        easy to copy; running as the execution role needs iam:PassRole on it."""
+    def _not_family(self, job_name: str, description: Mapping[str, Any]) -> str | None:
+        """Why a described job is not one of the family's (None when it is): its tags say otherwise (tag and pipeline
+        families, read with ListTags), or it runs as another role. A job name is easy to copy; running as the
+        execution role needs iam:PassRole on it."""
+        family = self.settings.family
+        tags = job_tags(self._sagemaker, description["TrainingJobArn"]) if family.needs_tags else None
+        refusal = family.refusal(job_name, tags)
+        if refusal is not None:
+            return refusal
         expected = self.settings.execution_role_arn
         if expected is not None and description.get("RoleArn") != expected:
             return "the job does not run as the family's execution role"
@@ -215,7 +221,7 @@ class RuleAlarmProcessor:
 
     def _sweep_job(self, job_name: str, invocation: _Invocation) -> bool:
         """Re-check one watched job; return True when it no longer needs watching."""
-        if not job_name.startswith(self.settings.job_name_prefix):
+        if not self.settings.family.name_may_belong(job_name):
             self.ledger.unwatch(job_name)
             return True
         description = self._describe(job_name)
@@ -223,7 +229,7 @@ class RuleAlarmProcessor:
             self._log.warning("stopped watching a training job that no longer exists", extra={"job": job_name})
             self.ledger.unwatch(job_name)
             return True
-        refusal = self._not_family(description)
+        refusal = self._not_family(job_name, description)
         if refusal is not None:
             self._log.warning(f"stopped watching a job: {refusal}", extra={"job": job_name})
             self.ledger.unwatch(job_name)
@@ -354,7 +360,7 @@ class RuleAlarmProcessor:
 
     def _stop(self, job: JobView, invocation: _Invocation, fields: Mapping[str, Any]) -> str:
         stop_prefix = self.settings.stop_prefix or ""
-        if not (job.name.startswith(stop_prefix) and job.name.startswith(self.settings.job_name_prefix)):
+        if not (job.name.lower().startswith(stop_prefix.lower()) and self.settings.family.name_may_belong(job.name)):
             self._log.warning(
                 "not stopping a job outside the stop prefix", extra={**fields, "stop_prefix": stop_prefix}
             )

@@ -14,11 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-SAGEMAKER_SOURCE = "aws.sagemaker"
-TRAINING_JOB_STATE_CHANGE = "SageMaker Training Job State Change"
-EVALUATOR_SOURCE = "cdk-sagemaker-debugger"
-RULE_EVALUATION_STATUS_CHANGE = "Profiler Rule Evaluation Status Change"
-TRANSITION_DETAIL_TYPE = "Rule Alarm Transition"
+from .contract_shared import EVENT_SOURCE as EVALUATOR_SOURCE
+from .contract_shared import SAGEMAKER_SOURCE, TRAINING_JOB_STATE_CHANGE
+from .contract_shared import STATUS_CHANGE_DETAIL_TYPE as RULE_EVALUATION_STATUS_CHANGE
+
 SCHEDULE_SOURCE = "aws.events"
 SCHEDULED_EVENT = "Scheduled Event"
 

@@ -6,6 +6,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from .contract_shared import JOB_FAMILY_ENV, AlarmEnvironment, JobFamily
 from .events import RULE_STATUSES
 
 
@@ -17,11 +18,11 @@ class SettingsError(ValueError):
 class Settings:
     table_name: str
     topic_arn: str
-    job_name_prefix: str
+    family: JobFamily  # which jobs the alarm acts on (the construct's TrainingJobs)
     alarm_id: str
     statuses: frozenset[str] = frozenset({"IssuesFound"})
     rule_names: frozenset[str] | None = None  # None: every rule of the job
-    stop_prefix: str | None = None  # None: StopTraining is not configured
+    stop_prefix: str | None = None  # None: StopTraining is not configured; "": any job of the family
     event_bus_name: str = "default"
     account_id: str | None = None  # events from other accounts are dropped; None only in tests
     execution_role_arn: str | None = None  # None: any job under the prefix counts as the family's
@@ -33,16 +34,16 @@ class Settings:
     default_lease_seconds: int = 960
 
     def __post_init__(self) -> None:
-        if not self.job_name_prefix:
-            raise SettingsError("JOB_NAME_PREFIX must not be empty: the alarm only acts on jobs under a prefix")
+        if not isinstance(self.family, JobFamily):
+            raise SettingsError(f"{JOB_FAMILY_ENV} must name the job family the alarm acts on")
         unknown = sorted(self.statuses - RULE_STATUSES)
         if unknown or not self.statuses:
             raise SettingsError(f"STATUSES must be a non-empty subset of {sorted(RULE_STATUSES)}, got {unknown}")
         if self.max_messages_per_job < 1:
             raise SettingsError(f"MAX_MESSAGES_PER_JOB must be at least 1, got {self.max_messages_per_job}")
-        if self.stop_prefix is not None and not self.stop_prefix.startswith(self.job_name_prefix):
+        if self.stop_prefix is not None and not self.family.name_may_belong(self.stop_prefix):
             raise SettingsError(
-                f"STOP_PREFIX {self.stop_prefix!r} must start with JOB_NAME_PREFIX {self.job_name_prefix!r}"
+                f"STOP_PREFIX {self.stop_prefix!r} must start with the family's prefix {self.family.job_name_prefix!r}"
             )
 
     @classmethod
@@ -65,22 +66,27 @@ class Settings:
                 raise SettingsError(f"{name} must be a JSON list of strings, got {raw[:200]!r}")
             return values
 
-        statuses = string_list("STATUSES")
-        rule_names = string_list("RULE_NAMES")
-        known_rules = string_list("KNOWN_RULES")
+        env = AlarmEnvironment
+        try:
+            family = JobFamily.from_json(required(JOB_FAMILY_ENV))
+        except ValueError as error:
+            raise SettingsError(str(error)) from error
+        statuses = string_list(env.STATUSES)
+        rule_names = string_list(env.RULE_NAMES)
+        known_rules = string_list(env.KNOWN_RULES)
         return cls(
-            table_name=required("TABLE_NAME"),
-            topic_arn=required("TOPIC_ARN"),
-            job_name_prefix=required("JOB_NAME_PREFIX"),
-            alarm_id=required("ALARM_ID"),
+            table_name=required(env.TABLE_NAME),
+            topic_arn=required(env.TOPIC_ARN),
+            family=family,
+            alarm_id=required(env.ALARM_ID),
             statuses=frozenset(statuses) if statuses is not None else frozenset({"IssuesFound"}),
             rule_names=frozenset(rule_names) if rule_names is not None else None,
-            stop_prefix=environ.get("STOP_PREFIX") or None,
-            event_bus_name=environ.get("EVENT_BUS_NAME") or "default",
-            account_id=environ.get("ACCOUNT_ID") or None,
-            execution_role_arn=environ.get("EXECUTION_ROLE_ARN") or None,
+            stop_prefix=environ.get(env.STOP_PREFIX) if environ.get(env.STOP) == "true" else None,
+            event_bus_name=environ.get(env.EVENT_BUS_NAME) or "default",
+            account_id=environ.get(env.ACCOUNT_ID) or None,
+            execution_role_arn=environ.get(env.EXECUTION_ROLE_ARN) or None,
             known_rules=frozenset(known_rules) if known_rules is not None else None,
-            max_messages_per_job=int(environ.get("MAX_MESSAGES_PER_JOB") or 25),
-            transition_ttl_days=int(environ.get("TRANSITION_TTL_DAYS") or 90),
-            watch_ttl_days=int(environ.get("WATCH_TTL_DAYS") or 35),
+            max_messages_per_job=int(environ.get(env.MAX_MESSAGES_PER_JOB) or 25),
+            transition_ttl_days=int(environ.get(env.TRANSITION_TTL_DAYS) or 90),
+            watch_ttl_days=int(environ.get(env.WATCH_TTL_DAYS) or 35),
         )

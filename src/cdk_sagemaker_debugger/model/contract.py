@@ -1,0 +1,170 @@
+"""What the constructs and their Lambda functions share: event names, metric names, environment variables, and the
+job family every function applies before it acts.
+
+Standard library only and no imports of this package: each Lambda asset ships this file as ``<package>/contract_shared.py``
+(a symbolic link in the source tree, followed when the asset is staged), so the construct that writes a value and the
+function that reads it use this one definition. ``tests/test_layers.py`` checks the links.
+
+The job family (see :class:`JobFamily`) is decided in two steps. A function first drops names that cannot belong
+(cheap, from the event or a listing); then, for the remaining job, it reads DescribeTrainingJob and, where tags decide,
+ListTags, and acts only when :meth:`JobFamily.refusal` returns None.
+
+Sources for the pipeline family: SageMaker Pipelines names its training jobs ``pipelines-<execution id>-<step>-...`` and
+tags each with ``sagemaker:pipeline-execution-arn`` (``arn:<partition>:sagemaker:<region>:<account>:pipeline/<name>/
+execution/<id>``); the SageMaker Python SDK reads that tag with ListTags to find a job's pipeline execution
+(aws/sagemaker-python-sdk, src/sagemaker/lineage/artifact.py, ``pipeline_execution_arn``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import Any
+
+# -- events ------------------------------------------------------------------------------------------------------------
+#: Source of every event this library publishes (the RuleEvaluator's and the RuleAlarm's).
+EVENT_SOURCE = "cdk-sagemaker-debugger"
+#: A RuleEvaluator verdict, on the stack's verdict bus.
+STATUS_CHANGE_DETAIL_TYPE = "Profiler Rule Evaluation Status Change"
+#: A RuleEvaluator run that ran out of time asks for the next one, on the verdict bus.
+CONTINUATION_DETAIL_TYPE = "Profiler Rule Evaluation Continuation"
+#: One transition a RuleAlarm reported, on the default bus.
+TRANSITION_DETAIL_TYPE = "Rule Alarm Transition"
+#: SageMaker's own training-job events.
+SAGEMAKER_SOURCE = "aws.sagemaker"
+TRAINING_JOB_STATE_CHANGE = "SageMaker Training Job State Change"
+
+# -- metrics -----------------------------------------------------------------------------------------------------------
+#: CloudWatch namespace of the metrics the evaluator and the GPU watch publish (unless a construct is told otherwise).
+DEFAULT_NAMESPACE = "CdkSageMakerDebugger"
+#: 1 when a rule found issues in the latest evaluation, 0 when it found none (dimensions Rule, TrainingJobName).
+RULE_ISSUES_FOUND_METRIC = "RuleIssuesFound"
+
+# -- environment variables ---------------------------------------------------------------------------------------------
+#: The job family, as :meth:`JobFamily.to_json` writes it (every function).
+JOB_FAMILY_ENV = "JOB_FAMILY"
+
+
+class AlarmEnvironment:
+    """Environment variables of the RuleAlarm function."""
+
+    TABLE_NAME = "TABLE_NAME"
+    TOPIC_ARN = "TOPIC_ARN"
+    ALARM_ID = "ALARM_ID"
+    STATUSES = "STATUSES"
+    RULE_NAMES = "RULE_NAMES"
+    KNOWN_RULES = "KNOWN_RULES"
+    STOP = "STOP"
+    STOP_PREFIX = "STOP_PREFIX"
+    EVENT_BUS_NAME = "EVENT_BUS_NAME"
+    ACCOUNT_ID = "ACCOUNT_ID"
+    EXECUTION_ROLE_ARN = "EXECUTION_ROLE_ARN"
+    MAX_MESSAGES_PER_JOB = "MAX_MESSAGES_PER_JOB"
+    TRANSITION_TTL_DAYS = "TRANSITION_TTL_DAYS"
+    WATCH_TTL_DAYS = "WATCH_TTL_DAYS"
+
+
+class EvaluatorEnvironment:
+    """Environment variables of the RuleEvaluator function."""
+
+    RULES = "RULES"
+    SOURCE = "SOURCE"
+    PROFILER_S3_URI = "PROFILER_S3_URI"
+    EVENT_BUS_NAME = "EVENT_BUS_NAME"
+    METRIC_NAMESPACE = "METRIC_NAMESPACE"
+    SAFETY_MARGIN_SECONDS = "SAFETY_MARGIN_SECONDS"
+    READ_WORKERS = "READ_WORKERS"
+
+
+# -- the job family ----------------------------------------------------------------------------------------------------
+#: The tag SageMaker Pipelines puts on the jobs of an execution (value: the execution's ARN).
+PIPELINE_EXECUTION_TAG = "sagemaker:pipeline-execution-arn"
+#: How SageMaker Pipelines starts the names of the training jobs it creates.
+PIPELINE_JOB_NAME_PREFIX = "pipelines-"
+
+
+@dataclass(frozen=True)
+class JobFamily:
+    """Which training jobs a function acts on: a name prefix, and (for tag and pipeline families) a tag.
+
+    Job names are compared case-insensitively (SageMaker keeps job names unique regardless of case and writes their
+    ARNs in lower case); tag keys and values are compared exactly, as IAM's ``aws:ResourceTag`` compares them.
+    """
+
+    #: Names start with this ("" for any name).
+    job_name_prefix: str = ""
+    #: The job carries this tag with exactly ``tag_value`` (None: tags do not decide).
+    tag_key: str | None = None
+    tag_value: str | None = None
+    #: The job was started by an execution of this SageMaker Pipeline (its ``sagemaker:pipeline-execution-arn`` tag).
+    pipeline_name: str | None = None
+
+    @classmethod
+    def from_json(cls, text: str) -> JobFamily:
+        """The family written by :meth:`to_json`; ValueError when ``text`` is not one."""
+        try:
+            data = json.loads(text)
+        except (TypeError, json.JSONDecodeError) as error:
+            raise ValueError(f"{JOB_FAMILY_ENV} is not JSON: {error}") from error
+        if not isinstance(data, dict) or set(data) - {"job_name_prefix", "tag_key", "tag_value", "pipeline_name"}:
+            raise ValueError(f"{JOB_FAMILY_ENV} is not a job family: {str(text)[:200]!r}")
+        family = cls(**data)
+        if not (family.job_name_prefix or family.tag_key or family.pipeline_name):
+            raise ValueError(f"{JOB_FAMILY_ENV} selects every training job; it needs a prefix, a tag or a pipeline")
+        if (family.tag_key is None) != (family.tag_value is None):
+            raise ValueError(f"{JOB_FAMILY_ENV} gives a tag key without a value, or a value without a key")
+        return family
+
+    def to_json(self) -> str:
+        return json.dumps({k: v for k, v in asdict(self).items() if v not in (None, "")}, sort_keys=True)
+
+    @property
+    def needs_tags(self) -> bool:
+        """Whether the job's tags (ListTags) decide membership."""
+        return self.tag_key is not None or self.pipeline_name is not None
+
+    @property
+    def list_filter(self) -> str:
+        """What ListTrainingJobs' NameContains can narrow the listing to ("" for no filter)."""
+        return self.job_name_prefix
+
+    def name_may_belong(self, job_name: str) -> bool:
+        """False when the name alone rules the job out (its prefix); the rest is decided by :meth:`refusal`."""
+        return isinstance(job_name, str) and job_name.lower().startswith(self.job_name_prefix.lower())
+
+    def refusal(self, job_name: str, tags: Mapping[str, str] | None = None) -> str | None:
+        """Why the job is not one of the family (None when it is). ``tags`` is required when :attr:`needs_tags`."""
+        if not self.name_may_belong(job_name):
+            return "job outside the family's name prefix"
+        if not self.needs_tags:
+            return None
+        if tags is None:
+            return "the job's tags are unknown"
+        if self.tag_key is not None and tags.get(self.tag_key) != self.tag_value:
+            return f"the job is not tagged {self.tag_key}={self.tag_value}"
+        if self.pipeline_name is not None and pipeline_of_execution(tags.get(PIPELINE_EXECUTION_TAG)) != (
+                self.pipeline_name.lower()):
+            return f"the job was not started by the SageMaker Pipeline {self.pipeline_name}"
+        return None
+
+
+def pipeline_of_execution(execution_arn: Any) -> str | None:
+    """The (lower-cased) pipeline name of ``arn:...:pipeline/<name>/execution/<id>``; None for anything else."""
+    if not isinstance(execution_arn, str):
+        return None
+    _, found, path = execution_arn.partition(":pipeline/")
+    name, separator, execution = path.partition("/execution/")
+    return name.lower() if found and separator and name and "/" not in name and execution else None
+
+
+def job_tags(sagemaker: Any, job_arn: str) -> dict[str, str]:
+    """Every tag of a training job (ListTags, all pages)."""
+    tags: dict[str, str] = {}
+    kwargs: dict[str, Any] = {"ResourceArn": job_arn, "MaxResults": 100}
+    while True:
+        page = sagemaker.list_tags(**kwargs)
+        tags.update({t["Key"]: t.get("Value", "") for t in page.get("Tags", [])})
+        if not page.get("NextToken"):
+            return tags
+        kwargs["NextToken"] = page["NextToken"]
