@@ -17,8 +17,12 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
+from cdk_sagemaker_debugger.model.contract import (
+    GPU_WATCH_DIMENSION,
+    LOWEST_GPU_UTILIZATION_METRIC,
+    TRAINING_HOSTS_METRIC,
+)
 from cdk_sagemaker_debugger.runtime.evaluator.publish import METRIC_NAME as RULE_METRIC
-from cdk_sagemaker_debugger.runtime.gpu_watch import contract as watch
 
 #: Metric names and dimensions per namespace, as documented by each service (and, for this project's own namespace,
 #: by the code that publishes them).
@@ -48,15 +52,15 @@ DOCUMENTED_METRICS: Mapping[str, frozenset[str]] = {
         "ExecutionTime", "ExecutionThrottled", "ExecutionsAborted", "ExecutionsFailed", "ExecutionsStarted",
         "ExecutionsSucceeded", "ExecutionsTimedOut", "ExecutionsRedriven", "RedrivenExecutionsAborted",
         "RedrivenExecutionsFailed", "RedrivenExecutionsSucceeded", "RedrivenExecutionsTimedOut"}),
-    # This project: runtime/evaluator/publish.py (RuleIssuesFound, docs/evaluator.md) and runtime/gpu_watch/contract.py.
-    "CdkSageMakerDebugger": frozenset({RULE_METRIC, watch.LOWEST_GPU_UTILIZATION, watch.TRAINING_HOSTS}),
+    # This project: runtime/evaluator/publish.py (RuleIssuesFound, docs/evaluator.md) and model/contract.py (the GPU watch).
+    "CdkSageMakerDebugger": frozenset({RULE_METRIC, LOWEST_GPU_UTILIZATION_METRIC, TRAINING_HOSTS_METRIC}),
 }
 DOCUMENTED_DIMENSIONS: Mapping[str, frozenset[str]] = {
     "/aws/sagemaker/TrainingJobs": frozenset({"Host"}),
     "AWS/Lambda": frozenset({"FunctionName", "Resource", "ExecutedVersion"}),
     "AWS/SQS": frozenset({"QueueName"}),
     "AWS/States": frozenset({"StateMachineArn"}),
-    "CdkSageMakerDebugger": frozenset({"Rule", "TrainingJobName", watch.DIMENSION}),
+    "CdkSageMakerDebugger": frozenset({"Rule", "TrainingJobName", GPU_WATCH_DIMENSION}),
 }
 
 WIDGET_TYPES = {"metric", "text", "log", "alarm", "explorer", "custom"}

@@ -87,7 +87,7 @@ def _loaded_after(imports: str, roots: tuple[str, ...]) -> list[str]:
 
 def test_the_runtime_packages_load_as_the_lambdas_load_them_without_tqdm():
     imports = (f"sys.path.insert(0, {str(PACKAGE / 'runtime')!r})\n"
-               "import evaluator.lambda_handler, evaluator.engine, rule_alarm.handler, sampler.contract")
+               "import evaluator.lambda_handler, evaluator.engine, rule_alarm.handler, gpu_watch.handler, sampler.contract")
     assert _loaded_after(imports, ("tqdm", "rich")) == []
 
 
@@ -103,7 +103,7 @@ def test_the_shared_contract_is_one_file_linked_into_the_lambda_packages():
     standard library, so it runs unchanged on either side."""
     contract = PACKAGE / "model" / "contract.py"
     linked = sorted(p for p in (PACKAGE / "runtime").glob("*/contract_shared.py"))
-    assert [p.parent.name for p in linked] == ["evaluator", "rule_alarm"]
+    assert [p.parent.name for p in linked] == ["evaluator", "gpu_watch", "rule_alarm"]
     assert all(p.is_symlink() and p.resolve() == contract.resolve() for p in linked)
     stdlib = {"__future__", "json", "collections.abc", "dataclasses", "typing"}
     assert imported_modules(contract) <= stdlib

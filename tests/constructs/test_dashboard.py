@@ -314,7 +314,7 @@ def test_watch_asset_holds_only_its_package(synthesized: dict[str, Any]) -> None
     code = _watch(synthesized["template"])[1]["Code"]
     asset = synthesized["out"] / f"asset.{code['S3Key'].split('.')[0]}"
     files = {p.relative_to(asset).as_posix() for p in asset.rglob("*") if p.is_file()}
-    assert files == {"gpu_watch/__init__.py", "gpu_watch/contract.py", "gpu_watch/handler.py", "gpu_watch/watch.py"}
+    assert files == {"gpu_watch/__init__.py", "gpu_watch/contract_shared.py", "gpu_watch/handler.py", "gpu_watch/watch.py"}
     probe = ("import sys, gpu_watch.handler as h; assert callable(h.handler);"
              "assert not [m for m in sys.modules if m.startswith(('aws_cdk', 'jsii', 'cdk_sagemaker_debugger'))]")
     done = subprocess.run([sys.executable, "-S", "-c", probe], cwd=asset, capture_output=True, text=True, timeout=60,

@@ -17,12 +17,12 @@ from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
+from ..model.contract import DEFAULT_NAMESPACE, GPU_WATCH_DIMENSION, LOWEST_GPU_UTILIZATION_METRIC, GpuWatchEnvironment
 from ..model.errors import ConfigurationError, ConfigurationTypeError
 from ..model.parameters import is_token
 from ..model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_REPORT, PROFILER_RULE_SPECS
 from ..model.rule_engine import RuleEngine
 from ..runtime.evaluator.cloudwatch import instance_devices, known_without_gpu
-from ..runtime.gpu_watch import contract as watch_contract
 from ._alarm_actions import AlarmActions
 from ._common import RuntimeFunction, acknowledge_wildcards, concrete_region, runtime_function
 from .family import TrainingJobs, check_training_jobs
@@ -226,8 +226,9 @@ class TrainingDashboard(Construct):
             scope, "Function", package="gpu_watch", handler="handler.handler",
             description=f"Publishes the lowest per-GPU utilisation of training jobs {prefix}* every minute",
             role_description=f"Low-GPU watch for training jobs {prefix}*",
-            environment={watch_contract.JOB_NAME_PREFIX: prefix, watch_contract.GPUS_PER_HOST: str(self.devices[0]),
-                         watch_contract.METRIC_NAMESPACE: self._namespace},
+            environment={GpuWatchEnvironment.JOB_NAME_PREFIX: prefix,
+                         GpuWatchEnvironment.GPUS_PER_HOST: str(self.devices[0]),
+                         GpuWatchEnvironment.METRIC_NAMESPACE: self._namespace},
             memory_size=256, timeout=cdk.Duration.seconds(50), log_retention=log_retention,
             max_event_age=cdk.Duration.minutes(2))
         self._watch, self.watch_function = watch, watch.function
@@ -294,14 +295,14 @@ class TrainingDashboard(Construct):
     # -- metrics -------------------------------------------------------------------------------------------------------
     @property
     def _namespace(self) -> str:
-        return self.evaluator.metric_namespace if self.evaluator is not None else watch_contract.DEFAULT_NAMESPACE
+        return self.evaluator.metric_namespace if self.evaluator is not None else DEFAULT_NAMESPACE
 
     def metric_lowest_gpu_utilization(self, **options: Any) -> cloudwatch.Metric:
         """The low-GPU watch's metric: lowest per-GPU utilisation of the family's training hosts (Minimum, 1 minute)."""
         options.setdefault("statistic", "Minimum")
         options.setdefault("period", _TRAINING_PERIOD)
-        return cloudwatch.Metric(namespace=self._namespace, metric_name=watch_contract.LOWEST_GPU_UTILIZATION,
-                                 dimensions_map={watch_contract.DIMENSION: self.job_name_prefix}, **options)
+        return cloudwatch.Metric(namespace=self._namespace, metric_name=LOWEST_GPU_UTILIZATION_METRIC,
+                                 dimensions_map={GPU_WATCH_DIMENSION: self.job_name_prefix}, **options)
 
     def metric_per_device(self, metric_name: str, devices: int | None, *, statistic: str = "Average") -> cloudwatch.IMetric:
         """One line per host of the family: SageMaker's ``metric_name`` divided by ``devices`` (GPUs or vCPUs)."""

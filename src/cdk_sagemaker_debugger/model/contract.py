@@ -40,6 +40,13 @@ TRAINING_JOB_STATE_CHANGE = "SageMaker Training Job State Change"
 DEFAULT_NAMESPACE = "CdkSageMakerDebugger"
 #: 1 when a rule found issues in the latest evaluation, 0 when it found none (dimensions Rule, TrainingJobName).
 RULE_ISSUES_FOUND_METRIC = "RuleIssuesFound"
+#: The GPU watch's percent per GPU, the minimum over the family's hosts in status Training (no datapoint when none is
+#: training).
+LOWEST_GPU_UTILIZATION_METRIC = "LowestGPUUtilization"
+#: The GPU watch's count of hosts of the family's jobs in status Training that reported GPU utilisation lately.
+TRAINING_HOSTS_METRIC = "TrainingHosts"
+#: The one dimension of the GPU watch's metrics; its value is the family's job-name prefix.
+GPU_WATCH_DIMENSION = "JobNamePrefix"
 
 # -- environment variables ---------------------------------------------------------------------------------------------
 #: The job family, as :meth:`JobFamily.to_json` writes it (every function).
@@ -75,6 +82,17 @@ class EvaluatorEnvironment:
     METRIC_NAMESPACE = "METRIC_NAMESPACE"
     SAFETY_MARGIN_SECONDS = "SAFETY_MARGIN_SECONDS"
     READ_WORKERS = "READ_WORKERS"
+
+
+class GpuWatchEnvironment:
+    """Environment variables of TrainingDashboard's low-GPU watch function."""
+
+    #: Jobs whose name starts with this (case-insensitive, as SageMaker compares names) are the family.
+    JOB_NAME_PREFIX = "JOB_NAME_PREFIX"
+    #: GPUs of one instance: SageMaker's GPUUtilization is summed over them (0-100 x GPUs).
+    GPUS_PER_HOST = "GPUS_PER_HOST"
+    #: CloudWatch namespace of the published metrics (default :data:`DEFAULT_NAMESPACE`).
+    METRIC_NAMESPACE = "METRIC_NAMESPACE"
 
 
 # -- the job family ----------------------------------------------------------------------------------------------------

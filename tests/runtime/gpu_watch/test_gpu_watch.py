@@ -11,7 +11,8 @@ import boto3
 import pytest
 from botocore.stub import ANY, Stubber
 
-from cdk_sagemaker_debugger.runtime.gpu_watch import contract, handler, watch
+from cdk_sagemaker_debugger.model.contract import LOWEST_GPU_UTILIZATION_METRIC, TRAINING_HOSTS_METRIC
+from cdk_sagemaker_debugger.runtime.gpu_watch import handler, watch
 
 REGION = "us-east-1"
 NOW = datetime(2026, 11, 30, 12, 0, tzinfo=timezone.utc)
@@ -95,9 +96,9 @@ def test_no_training_job_means_no_query_and_no_utilisation_datapoint(clients) ->
     sm_stub.add_response("list_training_jobs", {"TrainingJobSummaries": []}, LISTING)
     measurement = watch.measure(SETTINGS, sagemaker, cloudwatch, now=NOW)
     line = json.loads(watch.emf_line(SETTINGS, measurement, now_ms=1))
-    assert line[contract.TRAINING_HOSTS] == 0 and contract.LOWEST_GPU_UTILIZATION not in line
+    assert line[TRAINING_HOSTS_METRIC] == 0 and LOWEST_GPU_UTILIZATION_METRIC not in line
     (directive,) = line["_aws"]["CloudWatchMetrics"]
-    assert directive["Metrics"] == [{"Name": contract.TRAINING_HOSTS, "Unit": "Count"}]
+    assert directive["Metrics"] == [{"Name": TRAINING_HOSTS_METRIC, "Unit": "Count"}]
 
 
 def test_emf_line_is_what_the_alarm_reads() -> None:

@@ -8,7 +8,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from . import contract
+from .contract_shared import (
+    DEFAULT_NAMESPACE,
+    GPU_WATCH_DIMENSION,
+    LOWEST_GPU_UTILIZATION_METRIC,
+    TRAINING_HOSTS_METRIC,
+    GpuWatchEnvironment,
+)
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
 #: SageMaker publishes one value per host and minute, a few minutes late: the newest value of this window counts.
@@ -24,17 +30,18 @@ class SettingsError(ValueError):
 class Settings:
     job_name_prefix: str
     gpus_per_host: int
-    namespace: str = contract.DEFAULT_NAMESPACE
+    namespace: str = DEFAULT_NAMESPACE
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str]) -> Settings:
-        prefix = environ.get(contract.JOB_NAME_PREFIX, "")
+        names = GpuWatchEnvironment
+        prefix = environ.get(names.JOB_NAME_PREFIX, "")
         if not prefix:
-            raise SettingsError(f"{contract.JOB_NAME_PREFIX} must name the job family's prefix")
-        raw = environ.get(contract.GPUS_PER_HOST, "")
+            raise SettingsError(f"{names.JOB_NAME_PREFIX} must name the job family's prefix")
+        raw = environ.get(names.GPUS_PER_HOST, "")
         if not raw.isdigit() or int(raw) < 1:
-            raise SettingsError(f"{contract.GPUS_PER_HOST} must be a whole number of GPUs (1 or more), got {raw!r}")
-        return cls(prefix, int(raw), environ.get(contract.METRIC_NAMESPACE) or contract.DEFAULT_NAMESPACE)
+            raise SettingsError(f"{names.GPUS_PER_HOST} must be a whole number of GPUs (1 or more), got {raw!r}")
+        return cls(prefix, int(raw), environ.get(names.METRIC_NAMESPACE) or DEFAULT_NAMESPACE)
 
 
 @dataclass(frozen=True)
@@ -104,14 +111,14 @@ def measure(settings: Settings, sagemaker: Any, cloudwatch: Any, now: datetime |
 
 def emf_line(settings: Settings, measurement: Measurement, now_ms: int) -> str:
     """An embedded-metric-format log line: TrainingHosts always, LowestGPUUtilization only when a host reported."""
-    metrics = [{"Name": contract.TRAINING_HOSTS, "Unit": "Count"}]
-    document: dict[str, Any] = {contract.DIMENSION: settings.job_name_prefix,
-                                contract.TRAINING_HOSTS: len(measurement.per_gpu)}
+    metrics = [{"Name": TRAINING_HOSTS_METRIC, "Unit": "Count"}]
+    document: dict[str, Any] = {GPU_WATCH_DIMENSION: settings.job_name_prefix,
+                                TRAINING_HOSTS_METRIC: len(measurement.per_gpu)}
     lowest = measurement.lowest
     if lowest is not None:
-        metrics.append({"Name": contract.LOWEST_GPU_UTILIZATION, "Unit": "Percent"})
-        document[contract.LOWEST_GPU_UTILIZATION] = round(lowest[1], 3)
+        metrics.append({"Name": LOWEST_GPU_UTILIZATION_METRIC, "Unit": "Percent"})
+        document[LOWEST_GPU_UTILIZATION_METRIC] = round(lowest[1], 3)
         document["LowestHost"] = lowest[0]  # a property, not a dimension: says which host in Logs Insights
     document["_aws"] = {"Timestamp": now_ms, "CloudWatchMetrics": [
-        {"Namespace": settings.namespace, "Dimensions": [[contract.DIMENSION]], "Metrics": metrics}]}
+        {"Namespace": settings.namespace, "Dimensions": [[GPU_WATCH_DIMENSION]], "Metrics": metrics}]}
     return json.dumps(document)
