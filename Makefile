@@ -14,7 +14,7 @@ export JSII_NODE = $(NODE)
 export CDK_DISABLE_VERSION_CHECK = 1
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: all venv node synth test lint bench clean chromium
+.PHONY: all venv node synth test lint bench docs clean chromium
 
 all: test
 
@@ -51,10 +51,18 @@ test: venv node chromium
 lint: venv
 	$(PY) -m ruff check src tests stacks benchmarks tools app.py
 
+# The API reference, generated from the docstrings by pdoc (jsii starts on Node 24 from the wheel, as for synth).
+# tests/test_docs.py runs the same command (PDOC_FLAGS is read from here) and fails on any warning it prints.
+PDOC_FLAGS = --docformat google
+docs: venv
+	rm -rf build/api
+	$(PY) -m pdoc $(PDOC_FLAGS) --output-directory build/api cdk_sagemaker_debugger
+	@echo "API reference: build/api/index.html"
+
 bench: venv
 	$(PY) benchmarks/synth.py
 	$(PY) benchmarks/evaluator.py
 	$(PY) benchmarks/sampler.py
 
 clean:
-	rm -rf cdk.out $(VENV) node_modules .pytest_cache
+	rm -rf cdk.out build/api $(VENV) node_modules .pytest_cache

@@ -112,7 +112,10 @@ class TrainingJobs:
     def from_job_name_prefix(cls, prefix: str, *, output_bucket: s3.IBucket, output_prefix: str | None = None,
                              profiler_bucket: s3.IBucket | None = None, profiler_prefix: str | None = None,
                              execution_role: iam.IRole | None = None) -> TrainingJobs:
-        """Jobs whose name starts with ``prefix`` (at least 3 characters; a deploy-time token is allowed)."""
+        """Jobs whose name starts with ``prefix``.
+
+        :param prefix: the start of the jobs' names, at least 3 characters (a deploy-time token is allowed).
+        """
         prefix = check_job_name_prefix(prefix, where="TrainingJobs.from_job_name_prefix", field="prefix")
         return cls(JobFamily(job_name_prefix=prefix), output_bucket=output_bucket, output_prefix=output_prefix,
                    profiler_bucket=profiler_bucket, profiler_prefix=profiler_prefix, execution_role=execution_role,
@@ -122,7 +125,11 @@ class TrainingJobs:
     def from_tag(cls, key: str, value: str, *, output_bucket: s3.IBucket, output_prefix: str | None = None,
                  profiler_bucket: s3.IBucket | None = None, profiler_prefix: str | None = None,
                  execution_role: iam.IRole | None = None) -> TrainingJobs:
-        """Jobs tagged ``key=value`` wherever they were started (the tag must be set when the job is created)."""
+        """Jobs tagged ``key=value`` wherever they were started (the tag must be set when the job is created).
+
+        :param key: the tag key (compared exactly, as IAM's ``aws:ResourceTag`` compares it).
+        :param value: the tag value the jobs carry (compared exactly).
+        """
         key, value = check_tag(key, value, where="TrainingJobs.from_tag")
         return cls(JobFamily(tag_key=key, tag_value=value), output_bucket=output_bucket, output_prefix=output_prefix,
                    profiler_bucket=profiler_bucket, profiler_prefix=profiler_prefix, execution_role=execution_role,
@@ -133,7 +140,10 @@ class TrainingJobs:
                       profiler_bucket: s3.IBucket | None = None, profiler_prefix: str | None = None,
                       execution_role: iam.IRole | None = None) -> TrainingJobs:
         """The training jobs of a SageMaker Pipeline's executions (named ``pipelines-...`` and tagged with the
-        execution by SageMaker)."""
+        execution by SageMaker).
+
+        :param pipeline_name: the pipeline's ``PipelineName`` (compared case-insensitively).
+        """
         name = check_pipeline_name(pipeline_name, where="TrainingJobs.from_pipeline")
         return cls(JobFamily(job_name_prefix=PIPELINE_JOB_NAME_PREFIX, pipeline_name=name),
                    output_bucket=output_bucket, output_prefix=output_prefix, profiler_bucket=profiler_bucket,
@@ -143,7 +153,10 @@ class TrainingJobs:
     @classmethod
     def of_training_job(cls, job: ProfiledTrainingJob) -> TrainingJobs:
         """A ProfiledTrainingJob's runs (``<prefix>-<suffix>``: the hyphen keeps a sibling ``<prefix>2`` out), with
-        its output bucket and prefix, its profiler location and its execution role. Use ``job.training_jobs``."""
+        its output bucket and prefix, its profiler location and its execution role. Use ``job.training_jobs``.
+
+        :param job: the ProfiledTrainingJob whose runs these are.
+        """
         prefix = check_job_name_prefix(f"{job.job_name_prefix}-", where=job.node.path, from_job=job.job_name_prefix)
         profiler_bucket, profiler_prefix = _profiler_location(job)
         return cls(JobFamily(job_name_prefix=prefix), output_bucket=job.output_bucket, output_prefix=job.output_prefix,

@@ -26,10 +26,10 @@ __all__ = ["TrainingPipeline"]
 class TrainingPipeline(Construct):
     """A SageMaker Pipelines pipeline (``AWS::SageMaker::Pipeline``) running Training steps.
 
-    ``steps`` are dicts as :meth:`ProfiledTrainingJob.pipeline_step` returns them (any other step of the 2020-12-01
-    definition schema is passed through). The definition is written inline as ``PipelineDefinitionBody``; its Training
-    steps' Arguments are checked against CreateTrainingJob in botocore's model again at synth. Creating the pipeline
-    does not run it: start executions with ``StartPipelineExecution``.
+    ``steps`` are dicts as :meth:`cdk_sagemaker_debugger.ProfiledTrainingJob.pipeline_step` returns them (any other
+    step of the 2020-12-01 definition schema is passed through). The definition is written inline as
+    ``PipelineDefinitionBody``; its Training steps' Arguments are checked against CreateTrainingJob in botocore's model
+    again at synth. Creating the pipeline does not run it: start executions with ``StartPipelineExecution``.
 
     Pipelines names each job ``pipelines-<execution id>-<step name>-<random>``, so the prefix-based RuleEvaluator,
     RuleAlarm and metric searches of a ProfiledTrainingJob do not see pipeline runs.

@@ -61,10 +61,10 @@ class RuleAlarm(Construct):
     events, replays and concurrent invocations are filtered by a conditional write in a DynamoDB ledger. The handler
     reads rule statuses with DescribeTrainingJob (state-change events are not guaranteed to carry them) and a sweep
     every minute re-checks the watched jobs, so a verdict that arrives after the job ended, or without an event, is
-    reported within two minutes. Verdicts of the :class:`RuleEvaluator` come from the stack's verdict bus, where only
+    reported within two minutes. Verdicts of the :class:`cdk_sagemaker_debugger.RuleEvaluator` come from the stack's verdict bus, where only
     evaluator functions may publish, and are acted on only when the evaluator's report says the same.
 
-    Before it stops or notifies, the handler checks that the job belongs to the family (:class:`TrainingJobs`: its name,
+    Before it stops or notifies, the handler checks that the job belongs to the family (:class:`cdk_sagemaker_debugger.TrainingJobs`: its name,
     and for tag and pipeline families its tags) and runs as the family's execution role (the training job's role, or
     the factory's ``execution_role=``), so a job that only borrows the name is ignored; and it
     sends at most ``max_messages_per_job`` notifications per job. See docs/rule-alarm.md, "Trust model".

@@ -107,7 +107,7 @@ def _rule_source(rules: ProfilerRuleSet | Sequence[ProfilerRule] | None, trainin
 
 
 class RuleEvaluator(Construct):
-    """Evaluates profiler rules for a family of training jobs (:class:`TrainingJobs`).
+    """Evaluates profiler rules for a family of training jobs (:class:`cdk_sagemaker_debugger.TrainingJobs`).
 
     A Python Lambda function (arm64) runs every minute while jobs are InProgress and once more when each job ends. It
     reads only the profiler files it has not read yet (or SageMaker's CloudWatch metrics), keeps rule state in the job's

@@ -29,6 +29,8 @@ class ProfilerRuleSet(Construct):
     rule is added, and renders ProfilerRuleConfigurations with the rule evaluator image of the stack's region (a
     region-to-account CfnMapping in an environment-agnostic stack). A custom rule's local ``source`` file becomes an S3
     asset that the training job's execution role may read.
+
+    :param rules: the rules to start with (``add_rule`` adds more later, up to 20 in all). Default: none.
     """
 
     def __init__(self, scope: Construct, id: str, *, rules: Sequence[ProfilerRule] | None = None) -> None:

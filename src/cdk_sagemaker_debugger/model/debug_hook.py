@@ -217,7 +217,7 @@ def merge_collections(requests: Sequence[CollectionRequest], *, where: str | Non
 
     Order is the order of first appearance. Exact duplicates are dropped. A bare ``CollectionConfig(name)`` (hook
     defaults) is satisfied by a configured one of the same name, which takes its place. Two different configurations of
-    one collection raise :class:`ConfigurationError` naming both sources, because the hook can only save it one way.
+    one collection raise :class:`cdk_sagemaker_debugger.ConfigurationError` naming both sources, because the hook can only save it one way.
     """
     merged: dict[str, tuple[CollectionConfig, str]] = {}
     for request in requests:

@@ -5,8 +5,8 @@ ProfiledTrainingJob calls :func:`render_debugger_request` once per job; everythi
 uploaded rule sources) comes in through plain strings or callbacks, so this stays free of ``aws_cdk``.
 """
 
-from __future__ import annotations
-
+# No ``from __future__ import annotations`` here: DebuggerRequest's constructor, which NamedTuple generates outside this
+# module, then holds real types rather than names only this module can resolve (the API reference, ``make docs``).
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 

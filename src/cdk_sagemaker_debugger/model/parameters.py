@@ -123,7 +123,8 @@ class ParameterSpec:
 
     name: str
     default: Any
-    kind: Kind
+    #: How the value is checked: ``percentile``, ``proportion``, ``positive_int``, ``positive_number``, ``choice``, ``any``.
+    kind: str
     doc: str = ""
     choices: tuple[str, ...] = field(default=())
 

@@ -6,6 +6,7 @@ they talk to.
 
 from __future__ import annotations
 
+import builtins
 import os
 import stat
 from collections.abc import Iterator
@@ -40,7 +41,7 @@ class LocalStore:
     def __init__(self, root: str | os.PathLike[str]):
         self.root = Path(root)
         #: folders and files that could not be listed (permissions, vanished), reported with the verdicts
-        self.problems: list[str] = []
+        self.problems: builtins.list[str] = []  # builtins: in this class, ``list`` is the method below
 
     def describe(self) -> str:
         return str(self.root)
