@@ -796,14 +796,14 @@ class ProfiledTrainingJob(Construct):
         """S3 assets made from the custom debugger rules' local source files."""
         return tuple(self._debugger_rule_sources.values())
 
-    def add_debugger_rule(self, rule: Rule) -> ProfiledTrainingJob:
-        """Add a debugger rule. Raises at once, leaving the job unchanged, when the rule breaks an API limit, a
-        collection agreement or a guard rail; otherwise uploads its local source and grants what it needs."""
+    def add_debugger_rule(self, rule: Rule) -> Rule:
+        """Add a debugger rule and return it. Raises at once, leaving the job unchanged, when the rule breaks an API
+        limit, a collection agreement or a guard rail; otherwise uploads its local source and grants what it needs."""
         checked = self._check_debugger([*self._debugger_rules, rule])
         self._debugger_rules.append(rule)
         self._upload_rule_source(rule)
         self._grant_debugger_rule_needs([rule], checked.permissions)
-        return self
+        return rule
 
     def metric(
         self,
