@@ -30,7 +30,7 @@ from ..model.api_model import validate_request
 from ..model.debug_hook import DebugHookConfig, TensorBoardOutputConfig
 from ..model.debugger_request import DebuggerRequest, render_debugger_request, resolve_debug_hook
 from ..model.debugger_rules import CustomRule, Rule, RulePermissions
-from ..model.distribution import DebuggerFeatures, Distribution, check_debugger_compatibility
+from ..model.distribution import DebuggerFeatures, Distribution, check_debugger_compatibility, is_trainium
 from ..model.errors import ConfigurationError, ConfigurationTypeError, UnsupportedRegionError
 from ..model.frameworks import FrameworkInfo, parse_training_image
 from ..model.images import DEBUGGER_UNSUPPORTED_REGIONS, partition_of
@@ -93,7 +93,6 @@ _CONSTANTS = {
     "log_retention": logs.RetentionDays.ONE_YEAR,
     "log_level": sfn.LogLevel.ALL,
 }
-_TRAINIUM = re.compile(r"^ml[._]trn\d")
 _EXAMPLE_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 #: The sampler a job gets unless it says otherwise (compared by identity, so an explicit Sampler() is "asked for").
 DEFAULT_SAMPLER = Sampler()
@@ -943,7 +942,7 @@ class ProfiledTrainingJob(Construct):
         reason = None
         if self._region in DEBUGGER_UNSUPPORTED_REGIONS:
             reason = f"SageMaker has no Debugger or profiler in {self._region}"
-        elif isinstance(instance_type, str) and _TRAINIUM.match(instance_type):
+        elif is_trainium(instance_type):
             reason = f"the profiler does not support Trainium instances ({instance_type})"
         if reason is None:
             return ProfilerConfig()
@@ -978,9 +977,9 @@ class ProfiledTrainingJob(Construct):
     def validate_request(self) -> list[str]:
         """Every problem of the rendered request (empty when it is valid). Runs automatically at synth."""
         problems: list[str] = []
-        if (self.rule_engine is RuleEngine.DEBUGGER and self.profiler.disable_profiler and self.rule_set is not None
-                and self.rule_set.rules):
-            problems.append(self._profiler_rules_problem())
+        profiler_off = self._profiler_rules_problem()  # rules added after construction
+        if profiler_off is not None:
+            problems.append(profiler_off)
         try:
             self._check_compatibility(self._debugger_rules)
         except ConfigurationError as error:
@@ -1073,8 +1072,13 @@ class ProfiledTrainingJob(Construct):
                 value=error.value,
             ) from None
 
-    def _profiler_rules_problem(self) -> str:
-        names = [r.name for r in self.rule_set.rules] if self.rule_set is not None else []
+    def _profiler_rules_problem(self) -> str | None:
+        """Debugger's profiler rules with Debugger's profiler off, or None: checked when the job is created and again
+        at synth, for rules added to the set later."""
+        if (self.rule_engine is not RuleEngine.DEBUGGER or not self.profiler.disable_profiler or self.rule_set is None
+                or not self.rule_set.rules):
+            return None
+        names = [r.name for r in self.rule_set.rules]
         if self._profiler_off_reason is not None:  # the library switched it off, not the user
             return (
                 f"profiler rules {names} need the profiler, which is off for this job because "
@@ -1089,8 +1093,9 @@ class ProfiledTrainingJob(Construct):
     def _check_profiler_features(self) -> None:
         if self.rule_engine is RuleEngine.EVALUATOR:
             return
-        if self.profiler.disable_profiler and self.rule_set is not None and self.rule_set.rules:
-            raise ConfigurationError(self._profiler_rules_problem(), where=self._where, field="profiler")
+        profiler_off = self._profiler_rules_problem()
+        if profiler_off is not None:
+            raise ConfigurationError(profiler_off, where=self._where, field="profiler")
         if self.profiler.framework_profile is not None:
             message = framework_profiling_deprecation(self.framework)
             if message:
