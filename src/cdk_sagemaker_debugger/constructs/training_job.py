@@ -267,7 +267,7 @@ class ProfiledTrainingJob(Construct):
         role: the execution role, used unchanged. Default: a new role with least privilege for this job's prefix.
         inputs: :class:`InputChannel` s the job reads; the created role may read each. Default: none.
         output_bucket: where artifacts, profiler data and rule output land. Default: a new versioned bucket, SSL only,
-            encrypted with ``output_kms_key`` or S3-managed KMS.
+            encrypted with ``output_kms_key`` or else the AWS managed key ``aws/s3``.
         output_prefix: the key prefix under the bucket, ``""`` for its root. Default: ``"training"``.
         output_kms_key: encrypts the output (``OutputDataConfig.KmsKeyId``); the created role may use it.
             Default: None.
