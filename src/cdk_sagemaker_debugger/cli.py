@@ -40,7 +40,7 @@ from .runtime.evaluator.engine import (
 )
 from .runtime.evaluator.html_report import render
 from .runtime.evaluator.report import HTML_NAME, SUMMARY_NAME, report_files, summary, verdict_table
-from .runtime.evaluator.rules import RuleConfigError
+from .runtime.evaluator.rules import RuleConfigError, coerce_parameter
 from .runtime.evaluator.storage import EvaluationInputError, Store, open_profiler_output
 
 EXIT_OK = 0
@@ -67,20 +67,6 @@ class UsageError(Exception):
     """A value on the command line that cannot work (exit 2); the message says which and how to fix it."""
 
 
-def _parse_value(text: str) -> Any:
-    text = text.strip()
-    if text == "None":
-        return None
-    if text in ("true", "True", "false", "False"):
-        return text.lower() == "true"
-    for kind in (int, float):
-        try:
-            return kind(text)
-        except ValueError:
-            pass
-    return text
-
-
 def parse_rule_option(option: str) -> RuleConfig:
     """``LowGPUUtilization:patience=100,window=60`` -> a validated RuleConfig (validated by the model layer)."""
     name, _, spec = option.partition(":")
@@ -93,7 +79,7 @@ def parse_rule_option(option: str) -> RuleConfig:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise UsageError(f"--rule {option!r}: {item!r} is not param=value (e.g. {name}:patience=100,window=60).")
-        params[key.strip()] = _parse_value(value)
+        params[key.strip()] = coerce_parameter(value)
     try:
         rule = from_name(name, **params)
     except ConfigurationError as exc:

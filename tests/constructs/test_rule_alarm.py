@@ -16,6 +16,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sqs as sqs
 from aws_cdk.assertions import Match, Template
 from helpers import scrub
@@ -374,7 +375,9 @@ def test_alarm_without_stop_has_no_stop_permission_and_adds_subscribers(job_stac
     stack, job = job_stack
     alarm = RuleAlarm(stack, "NotifyOnly", training_jobs=job.training_jobs, actions=[Email("a@example.com")],
                       rule_names=["LowGPUUtilization"])
-    alarm.add_email_subscriber("b@example.com").add_sms_subscriber("+442071838750")
+    email = alarm.add_email_subscriber("b@example.com")
+    sms = alarm.add_sms_subscriber("+442071838750")
+    assert isinstance(email, sns.Subscription) and isinstance(sms, sns.Subscription)
     template = Template.from_stack(stack)
     assert alarm.job_name_prefix == "ResNet-Exp-" and alarm.stop_prefix is None
     statements = [s for s in _handler_statements_of(template, alarm) if "sagemaker:StopTrainingJob" in json.dumps(s)]

@@ -353,7 +353,8 @@ class TestAddDebuggerRule:
     def test_added_rules_are_rendered_and_granted(self):
         stack = make_stack()
         training = job(stack)
-        assert training.add_debugger_rule(debugger_rules.Overfit(actions=StopTraining())) is training
+        overfit = debugger_rules.Overfit(actions=StopTraining())
+        assert training.add_debugger_rule(overfit) is overfit
         params = request(stack)
         assert [c["RuleConfigurationName"] for c in params["DebugRuleConfigurations"]] == ["Overfit"]
         assert "DebugHookConfig" in params

@@ -303,19 +303,19 @@ class RuleAlarm(Construct):
         )
 
     # ------------------------------------------------------------------------------------------------------------------
-    def add_email_subscriber(self, address: str) -> RuleAlarm:
-        """Send the notifications to one more e-mail address (the recipient must confirm the subscription)."""
+    def add_email_subscriber(self, address: str) -> sns.Subscription:
+        """Send the notifications to one more e-mail address (the recipient must confirm the subscription); returns
+        the subscription."""
         endpoint = Email(address).endpoint
         _add_unique(self._emails, endpoint, where=self.node.path, field="actions")
-        self.topic.add_subscription(subscriptions.EmailSubscription(endpoint))
-        return self
+        return self.topic.add_subscription(subscriptions.EmailSubscription(endpoint))
 
-    def add_sms_subscriber(self, phone_number: str) -> RuleAlarm:
-        """Send the short notification to one more phone number (E.164, for example ``+15555550100``)."""
+    def add_sms_subscriber(self, phone_number: str) -> sns.Subscription:
+        """Send the short notification to one more phone number (E.164, for example ``+15555550100``); returns the
+        subscription."""
         endpoint = SMS(phone_number).endpoint
         _add_unique(self._phone_numbers, endpoint, where=self.node.path, field="actions")
-        self.topic.add_subscription(subscriptions.SmsSubscription(endpoint))
-        return self
+        return self.topic.add_subscription(subscriptions.SmsSubscription(endpoint))
 
     def on_transition(
         self, id: str, *, target: events.IRuleTarget | None = None, description: str | None = None

@@ -52,9 +52,9 @@ class ProfilerRuleSet(Construct):
         """S3 assets made from the custom rules' local source files."""
         return tuple(self._assets.values())
 
-    def add_rule(self, rule: ProfilerRule) -> ProfilerRuleSet:
-        """Add a rule. Raises at once on a duplicate name, the 21st rule or, once a Debugger job uses the set, a region
-        without the rule's image."""
+    def add_rule(self, rule: ProfilerRule) -> ProfilerRule:
+        """Add a rule and return it. Raises at once on a duplicate name, the 21st rule or, once a Debugger job uses the
+        set, a region without the rule's image."""
         path = _LazyPath(self)
         if not isinstance(rule, ProfilerRule):
             hint = " Debugger (tensor) rules go to ProfiledTrainingJob(debugger_rules=[...])." if hasattr(
@@ -89,7 +89,7 @@ class ProfilerRuleSet(Construct):
             self._assets[rule.name] = s3_assets.Asset(self, f"Source{len(self._assets)}", path=rule.source)
         for listener in self._listeners:
             listener(rule)
-        return self
+        return rule
 
     def require_rule_images(self) -> None:
         """Called by a job that runs these rules on SageMaker Debugger: each rule, now and later, needs Debugger's rule
@@ -108,10 +108,9 @@ class ProfilerRuleSet(Construct):
         for rule in self._rules:
             listener(rule)
 
-    def add_rules(self, rules: Iterable[ProfilerRule]) -> ProfilerRuleSet:
-        for rule in rules:
-            self.add_rule(rule)
-        return self
+    def add_rules(self, rules: Iterable[ProfilerRule]) -> list[ProfilerRule]:
+        """Add each rule in order (as :meth:`add_rule`) and return them; a rule that fails stops the rest."""
+        return [self.add_rule(rule) for rule in rules]
 
     def render(self) -> list[dict[str, Any]]:
         """The ProfilerRuleConfigurations list of the CreateTrainingJob request."""

@@ -30,7 +30,7 @@ from ..model.api_model import validate_request
 from ..model.debug_hook import DebugHookConfig, TensorBoardOutputConfig
 from ..model.debugger_request import DebuggerRequest, render_debugger_request, resolve_debug_hook
 from ..model.debugger_rules import CustomRule, Rule, RulePermissions
-from ..model.distribution import DebuggerFeatures, Distribution, check_debugger_compatibility
+from ..model.distribution import DebuggerFeatures, Distribution, check_debugger_compatibility, is_trainium
 from ..model.errors import ConfigurationError, ConfigurationTypeError, UnsupportedRegionError
 from ..model.frameworks import FrameworkInfo, parse_training_image
 from ..model.images import DEBUGGER_UNSUPPORTED_REGIONS, partition_of
@@ -93,7 +93,6 @@ _CONSTANTS = {
     "log_retention": logs.RetentionDays.ONE_YEAR,
     "log_level": sfn.LogLevel.ALL,
 }
-_TRAINIUM = re.compile(r"^ml[._]trn\d")
 _EXAMPLE_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 #: The sampler a job gets unless it says otherwise (compared by identity, so an explicit Sampler() is "asked for").
 DEFAULT_SAMPLER = Sampler()
@@ -241,100 +240,250 @@ class ProfiledTrainingJob(Construct):
       run (``distribution`` with checkpointing, model parallel, Trainium with the profiler, regions without Debugger)
       fail when the construct is created, or at synth for rules added later.
 
-    A role you pass is used unchanged (no grants).
+    A role you pass is used unchanged (no grants). The execution role this construct creates may not write the
+    RuleEvaluator's state and reports of its runs (``<output>/<prefix>-*/rule-output/evaluator-state.json.gz`` and
+    ``.../rule-output/*/evaluator-output/*``).
 
-    The rest of CreateTrainingJob (docs/request.md has every member and the prop that sets it); each default leaves the
-    member out of the request:
+    Every prop but ``job_name_prefix`` and one of ``training_image`` / ``algorithm_name`` is optional. docs/request.md
+    names the prop that sets each CreateTrainingJob member; a prop documented "Default: None" leaves its member out of
+    the request.
 
-    * ``metric_definitions``: ``{"train:loss": r"loss=([0-9.]+)"}``, metric name -> regex whose first group captures
-      the value (``AlgorithmSpecification.MetricDefinitions``, at most 40). Default: None.
-    * ``enable_sagemaker_metrics_time_series``: Default: None.
-    * ``retry_attempts``: ``RetryStrategy.MaximumRetryAttempts``, 1-30. Default: None (no retries).
-    * ``training_image_config``: a :class:`TrainingImageConfig` for a private registry. Default: None.
-    * ``instance_groups``: :class:`InstanceGroup` s of a heterogeneous cluster, instead of ``instance_type`` and
-      ``instance_count`` (leave those at their defaults). Default: None.
-    * ``keep_alive``: warm pool, ``cdk.Duration`` in whole seconds (``KeepAlivePeriodInSeconds``, range from botocore's
-      model). Default: None.
-    * ``infra_check``, ``remote_debug``, ``session_tag_chaining``: ``Enable*`` flags. Default: None.
-    * ``container_entrypoint``, ``container_arguments``: lists of strings. Default: None (the image's own).
-    * ``experiment_config``: an :class:`ExperimentConfig`. Default: None.
-    * ``mlflow``: an :class:`MlflowConfig`. Default: None.
-    * ``request_overrides``: any member no prop sets, deep-merged into AlgorithmSpecification, OutputDataConfig,
-      ResourceConfig and StoppingCondition or set whole; members a prop sets are refused. Default: None.
-
-    The execution role this construct creates may not write the RuleEvaluator's state and reports of its runs
-    (``<output>/<prefix>-*/rule-output/evaluator-state.json.gz`` and ``.../rule-output/*/evaluator-output/*``).
+    Args:
+        job_name_prefix: each run's job is ``<job_name_prefix>-<20 hex characters>``; letters, digits and ``-``
+            with a letter or digit at each end, at most 42 characters. Choose one no other job's prefix starts (the IAM
+            grants and alarms cover ``<prefix>-*``). Required.
+        training_image: the training container image URI (``AlgorithmSpecification.TrainingImage``). Exactly one of
+            ``training_image`` and ``algorithm_name``. Default: None.
+        algorithm_name: a SageMaker algorithm (``AlgorithmSpecification.AlgorithmName``); it runs no sampler.
+            Default: None.
+        training_image_repository: the ECR repository of ``training_image``, granted pull as a CDK object (needed for
+            a repository of another account or a token URI). Default: None (ECR images are granted from the URI).
+        training_input_mode: ``File``, ``Pipe`` or ``FastFile``. Default: ``"File"``.
+        instance_type: Default: ``"ml.m5.xlarge"``.
+        instance_count: Default: 1.
+        volume_size_in_gb: the training volume of each instance. Default: 30.
+        volume_kms_key: encrypts the training volumes (``ResourceConfig.VolumeKmsKeyId``); the created role may use
+            it. Default: None (SageMaker's key).
+        role: the execution role, used unchanged. Default: a new role with least privilege for this job's prefix.
+        inputs: :class:`InputChannel` s the job reads; the created role may read each. Default: none.
+        output_bucket: where artifacts, profiler data and rule output land. Default: a new versioned bucket, SSL only,
+            encrypted with ``output_kms_key`` or else the AWS managed key ``aws/s3``.
+        output_prefix: the key prefix under the bucket, ``""`` for its root. Default: ``"training"``.
+        output_kms_key: encrypts the output (``OutputDataConfig.KmsKeyId``); the created role may use it.
+            Default: None.
+        max_runtime: ``StoppingCondition.MaxRuntimeInSeconds``, whole seconds. Default: one day.
+        use_spot_instances: managed spot training. Default: False.
+        max_wait: ``StoppingCondition.MaxWaitTimeInSeconds`` (spot), whole seconds. Default: None.
+        checkpoint_s3_uri: where SageMaker copies checkpoints; the created role may write there. Default: None.
+        checkpoint_local_path: the checkpoint folder in the container; needs ``checkpoint_s3_uri``. Default: None
+            (SageMaker's ``/opt/ml/checkpoints``).
+        hyperparameters: values become strings. Default: None.
+        environment: container environment variables (the sampler's own names are refused). Default: None.
+        vpc: run the job in this VPC (the job is then an ``ec2.IConnectable``). Default: None.
+        vpc_subnets: needs ``vpc``. Default: the VPC's private subnets with egress.
+        security_groups: needs ``vpc``. Default: a new security group when ``vpc`` is given.
+        enable_network_isolation: no network access from the container (no sampler either). Default: False.
+        encrypt_inter_container_traffic: Default: False.
+        tags: tags of every run's job. Default: none.
+        profiler: Debugger's ProfilerConfig, RuleEngine.DEBUGGER only. Default: system monitoring on, switched off
+            with a note where SageMaker cannot run it (regions without Debugger, Trainium).
+        rule_set: the profiler rules evaluated for every run. Default: None (no rules).
+        rule_engine: who evaluates the rules (see above). Default: ``RuleEngine.EVALUATOR``.
+        sampler: the in-container sampler of RuleEngine.EVALUATOR, or None for none. Default:
+            ``Sampler(interval_millis=500)``, left out with a note where it cannot run (algorithms, network isolation).
+        evaluator: a :class:`RuleEvaluator` to use instead of creating one; it must cover this job's family.
+            Default: None (a new one with RuleEngine.EVALUATOR and a ``rule_set``).
+        debugger_rules: debugger (tensor) rules, RuleEngine.DEBUGGER only; add more with :meth:`add_debugger_rule`.
+            Default: none.
+        debug_hook: a DebugHookConfig, True (the default hook) or False (none; an error with debugger rules).
+            Default: None (the default hook when there are debugger rules).
+        tensorboard: Debugger's TensorBoardOutputConfig, RuleEngine.DEBUGGER only. Default: None.
+        distribution: the training's distribution (``Distribution.mpi()``, ...), checked against what Debugger can
+            profile. Default: None.
+        run_on_deploy: start a run when the stack is deployed and whenever the request changes. Default: False.
+        metric_definitions: ``{"train:loss": r"loss=([0-9.]+)"}``, metric name -> regex whose first group captures
+            the value (``AlgorithmSpecification.MetricDefinitions``, at most 40). Default: None.
+        enable_sagemaker_metrics_time_series: Default: None.
+        retry_attempts: ``RetryStrategy.MaximumRetryAttempts``, 1-30. Default: None (no retries).
+        training_image_config: a :class:`TrainingImageConfig` for a private registry. Default: None.
+        instance_groups: :class:`InstanceGroup` s of a heterogeneous cluster, instead of ``instance_type`` and
+            ``instance_count`` (leave those at their defaults). Default: None.
+        keep_alive: warm pool, ``cdk.Duration`` in whole seconds (``KeepAlivePeriodInSeconds``, range from botocore's
+            model). Default: None.
+        infra_check: ``EnableInfraCheck``. Default: None.
+        remote_debug: ``EnableRemoteDebug``. Default: None.
+        container_entrypoint: a list of strings. Default: None (the image's own).
+        container_arguments: a list of strings. Default: None (the image's own).
+        experiment_config: an :class:`ExperimentConfig`. Default: None.
+        mlflow: an :class:`MlflowConfig`. Default: None.
+        session_tag_chaining: ``EnableSessionTagChaining``. Default: None.
+        request_overrides: any member no prop sets, deep-merged into AlgorithmSpecification, OutputDataConfig,
+            ResourceConfig and StoppingCondition or set whole; members a prop sets are refused. Default: None.
     """
+
+    #: The prefix of every run's job name (``<job_name_prefix>-<20 hex characters>``).
+    job_name_prefix: str
+    #: The training container image URI, or None with ``algorithm_name``.
+    training_image: str | None
+    #: The SageMaker algorithm, or None with ``training_image``.
+    algorithm_name: str | None
+    #: The ECR repository granted pull as a CDK object, or None.
+    training_image_repository: ecr.IRepository | None
+    #: ``File``, ``Pipe`` or ``FastFile``.
+    training_input_mode: str
+    #: The instance type of every run (ignored with ``instance_groups``).
+    instance_type: str
+    #: Instances per run.
+    instance_count: int
+    #: The training volume of each instance, in GB.
+    volume_size_in_gb: int
+    #: The key of the training volumes, or None for SageMaker's.
+    volume_kms_key: kms.IKey | None
+    #: The input channels, in request order (the sampler's channel is added when the request is rendered).
+    inputs: tuple[InputChannel, ...]
+    #: Who evaluates the rules.
+    rule_engine: RuleEngine
+    #: Debugger's profiler settings (always disabled with RuleEngine.EVALUATOR, which never sends them).
+    profiler: ProfilerConfig
+    #: The profiler rules, or None.
+    rule_set: ProfilerRuleSet | None
+    #: The run time limit as given (None: one day).
+    max_runtime: cdk.Duration | None
+    #: The spot wait limit as given, or None.
+    max_wait: cdk.Duration | None
+    #: Managed spot training.
+    use_spot_instances: bool
+    #: Where SageMaker copies checkpoints, or None.
+    checkpoint_s3_uri: str | None
+    #: The checkpoint folder in the container, or None.
+    checkpoint_local_path: str | None
+    #: No network access from the container.
+    enable_network_isolation: bool
+    #: Encrypted traffic between the instances of a run.
+    encrypt_inter_container_traffic: bool
+    #: Tags of every run's job.
+    tags: dict[str, str]
+    #: The request members beyond the basics (docs/request.md), checked against botocore's model and rendered.
+    request_members: RequestMembers
+    #: The framework and version read from ``training_image`` (None for other images and algorithms).
+    framework: FrameworkInfo | None
+    #: The sampler the job's containers run (RuleEngine.EVALUATOR), or None.
+    sampler: Sampler | None
+    #: Where the runs write: the given bucket or the one this construct created.
+    output_bucket: s3.IBucket
+    #: The key of the output, or None.
+    output_kms_key: kms.IKey | None
+    #: The key prefix under :attr:`output_bucket`, without surrounding slashes (``""``: the bucket root).
+    output_prefix: str
+    #: OutputDataConfig.S3OutputPath. Model artifacts land in ``<output_s3_uri>/<job>/output/``.
+    output_s3_uri: str
+    #: Where profiler data lands: ``<profiler_s3_uri>/<job>/profiler-output/`` (ProfilerConfig.S3OutputPath with
+    #: Debugger; the output location for the sampler).
+    profiler_s3_uri: str
+    #: The sampler bundle (an S3 asset, one per stack) delivered as an input channel, or None without a sampler.
+    sampler_bundle: s3_assets.Asset | None
+    #: Rule outputs land in ``<rule_output_s3_uri>/<job>/rule-output/<RuleConfigurationName>/``.
+    rule_output_s3_uri: str
+    #: The hook setting as given; :attr:`debug_hook` is the hook the job runs.
+    debug_hook_setting: DebugHookConfig | bool | None
+    #: Debugger's TensorBoard output, or None.
+    tensorboard: TensorBoardOutputConfig | None
+    #: The training's distribution, or None.
+    distribution: Distribution | None
+    #: The execution role's permissions for debugger rule actions (created with the first rule that has actions).
+    rule_actions_policy: iam.Policy | None
+    #: The execution role every run uses: the given one or the one this construct created.
+    role: iam.IRole
+    #: The VPC the runs join, or None.
+    vpc: ec2.IVpc | None
+    #: The runs' security groups (given, or one created with ``vpc``; empty without a VPC).
+    security_groups: list[ec2.ISecurityGroup]
+    #: Names the run ``<prefix>-<20 hex characters>`` into ``$.trainingRun.TrainingJobName``; the job and the
+    #: Debugger rules that act on it (StopTraining, StalledTrainingRule) read the name from there.
+    naming_state: sfn.CustomState
+    #: The ``createTrainingJob.sync`` task that starts the run's job and waits for it.
+    launch_state: sfn.CustomState
+    #: The state machine's execution log (one year).
+    log_group: logs.LogGroup
+    #: Each execution starts and waits for one training job.
+    state_machine: sfn.StateMachine
+    #: The RuleEvaluator that evaluates this job's rules (RuleEngine.EVALUATOR with a rule set, or the one passed
+    #: as ``evaluator=``); None when Debugger evaluates them or there are no rules.
+    evaluator: Any
+    #: The custom resource that starts a run on deploy (``run_on_deploy=True``), or None.
+    deploy_trigger: cr.AwsCustomResource | None
 
     #: Why the library switched the default profiler off (Trainium, a region without Debugger), if it did.
     _profiler_off_reason: str | None = None
     #: SNS endpoints the rule container may subscribe to SMDebugRules, granted so far.
     _granted_endpoints: frozenset[tuple[str, str]] = frozenset()
-
     def __init__(
-        self,
-        scope: Construct,
-        id: str,
-        *,
-        job_name_prefix: str,
-        training_image: str | None = None,
-        algorithm_name: str | None = None,
-        training_image_repository: ecr.IRepository | None = None,
-        training_input_mode: str = "File",
-        instance_type: str = "ml.m5.xlarge",
-        instance_count: int = 1,
-        volume_size_in_gb: int = 30,
-        volume_kms_key: kms.IKey | None = None,
-        role: iam.IRole | None = None,
-        inputs: Sequence[InputChannel] | None = None,
-        output_bucket: s3.IBucket | None = None,
-        output_prefix: str = "training",
-        output_kms_key: kms.IKey | None = None,
-        max_runtime: cdk.Duration | None = None,
-        use_spot_instances: bool = False,
-        max_wait: cdk.Duration | None = None,
-        checkpoint_s3_uri: str | None = None,
-        checkpoint_local_path: str | None = None,
-        hyperparameters: Mapping[str, Any] | None = None,
-        environment: Mapping[str, Any] | None = None,
-        vpc: ec2.IVpc | None = None,
-        vpc_subnets: ec2.SubnetSelection | None = None,
-        security_groups: Sequence[ec2.ISecurityGroup] | None = None,
-        enable_network_isolation: bool = False,
-        encrypt_inter_container_traffic: bool = False,
-        tags: Mapping[str, str] | None = None,
-        profiler: ProfilerConfig | None = None,
-        rule_set: ProfilerRuleSet | None = None,
-        rule_engine: RuleEngine = RuleEngine.EVALUATOR,
-        sampler: Sampler | None = DEFAULT_SAMPLER,
-        evaluator: Any = None,
-        debugger_rules: Sequence[Rule] | None = None,
-        debug_hook: DebugHookConfig | bool | None = None,
-        tensorboard: TensorBoardOutputConfig | None = None,
-        distribution: Distribution | None = None,
-        run_on_deploy: bool = False,
-        metric_definitions: Mapping[str, str] | None = None,
-        enable_sagemaker_metrics_time_series: bool | None = None,
-        retry_attempts: int | None = None,
-        training_image_config: TrainingImageConfig | None = None,
-        instance_groups: Sequence[InstanceGroup] | None = None,
-        keep_alive: cdk.Duration | None = None,
-        infra_check: bool | None = None,
-        remote_debug: bool | None = None,
-        container_entrypoint: Sequence[str] | None = None,
-        container_arguments: Sequence[str] | None = None,
-        experiment_config: ExperimentConfig | None = None,
-        mlflow: MlflowConfig | None = None,
-        session_tag_chaining: bool | None = None,
+        self, scope: Construct, id: str, *,
+        job_name_prefix: str, training_image: str | None = None, algorithm_name: str | None = None,
+        training_image_repository: ecr.IRepository | None = None, training_input_mode: str = "File",
+        instance_type: str = "ml.m5.xlarge", instance_count: int = 1, volume_size_in_gb: int = 30,
+        volume_kms_key: kms.IKey | None = None, role: iam.IRole | None = None, inputs: Sequence[InputChannel] | None = None,
+        output_bucket: s3.IBucket | None = None, output_prefix: str = "training", output_kms_key: kms.IKey | None = None,
+        max_runtime: cdk.Duration | None = None, use_spot_instances: bool = False, max_wait: cdk.Duration | None = None,
+        checkpoint_s3_uri: str | None = None, checkpoint_local_path: str | None = None, run_on_deploy: bool = False,
+        hyperparameters: Mapping[str, Any] | None = None, environment: Mapping[str, Any] | None = None,
+        vpc: ec2.IVpc | None = None, vpc_subnets: ec2.SubnetSelection | None = None,
+        security_groups: Sequence[ec2.ISecurityGroup] | None = None, enable_network_isolation: bool = False,
+        encrypt_inter_container_traffic: bool = False, tags: Mapping[str, str] | None = None,
+        profiler: ProfilerConfig | None = None, rule_set: ProfilerRuleSet | None = None,
+        rule_engine: RuleEngine = RuleEngine.EVALUATOR, sampler: Sampler | None = DEFAULT_SAMPLER, evaluator: Any = None,
+        debugger_rules: Sequence[Rule] | None = None, debug_hook: DebugHookConfig | bool | None = None,
+        tensorboard: TensorBoardOutputConfig | None = None, distribution: Distribution | None = None,
+        metric_definitions: Mapping[str, str] | None = None, enable_sagemaker_metrics_time_series: bool | None = None,
+        retry_attempts: int | None = None, training_image_config: TrainingImageConfig | None = None,
+        instance_groups: Sequence[InstanceGroup] | None = None, keep_alive: cdk.Duration | None = None,
+        infra_check: bool | None = None, remote_debug: bool | None = None, session_tag_chaining: bool | None = None,
+        container_entrypoint: Sequence[str] | None = None, container_arguments: Sequence[str] | None = None,
+        experiment_config: ExperimentConfig | None = None, mlflow: MlflowConfig | None = None,
         request_overrides: Mapping[str, Any] | None = None,
     ) -> None:
+        """Every prop is checked before the first resource exists; the props are documented on the class."""
         super().__init__(scope, id)
-        # Each CDK call is a round trip to the jsii process: look the stack, region and path up once (the path only
-        # when an error message needs it).
-        where = self._where = LazyPath(self)
+        self._where = LazyPath(self)  # each CDK call is a jsii round trip: the path is computed only for an error
         self._findings: dict[str, str] | None = {}  # cdk-nag acknowledgements, written once at the end
         self._stack = scope if isinstance(scope, cdk.Stack) else cdk.Stack.of(self)
         self._region = concrete_region(self._stack)
+        self._check_job_props(job_name_prefix, training_image, algorithm_name, output_prefix, training_input_mode,
+                              instance_type, instance_count, volume_size_in_gb)
+        self.rule_engine = self._check_rule_engine(rule_engine)
+        self._check_profiler(profiler, instance_type)
+        self._check_rule_set_and_distribution(rule_set, distribution)
+        self._check_stopping_condition(max_runtime, max_wait, use_spot_instances)
+        self._check_dependent_props(checkpoint_s3_uri, checkpoint_local_path, vpc, vpc_subnets, security_groups)
+        self._record_container_props(
+            hyperparameters=hyperparameters, environment=environment, inputs=inputs, tags=tags, volume_kms_key=volume_kms_key,
+            training_image_repository=training_image_repository, enable_network_isolation=enable_network_isolation,
+            encrypt_inter_container_traffic=encrypt_inter_container_traffic)
+        self.request_members = request_members(
+            where=self._where, instance_type=instance_type, instance_count=instance_count,
+            metric_definitions=metric_definitions, enable_sagemaker_metrics_time_series=enable_sagemaker_metrics_time_series,
+            retry_attempts=retry_attempts, training_image_config=training_image_config, instance_groups=instance_groups,
+            keep_alive_seconds=None if keep_alive is None else keep_alive.to_milliseconds() / 1000,
+            infra_check=infra_check, remote_debug=remote_debug, container_entrypoint=container_entrypoint,
+            container_arguments=container_arguments, experiment_config=experiment_config, mlflow=mlflow,
+            session_tag_chaining=session_tag_chaining, request_overrides=request_overrides)
+        self._choose_profiling(sampler)
+        self._create_output_location(output_bucket, output_kms_key, output_prefix)
+        checked = self._add_initial_debugger_rules(debugger_rules, debug_hook, tensorboard, distribution)
+        self.role = self._create_execution_role(role, vpc is not None, checked.permissions)
+        self._place_in_vpc(vpc, vpc_subnets, security_groups)
+        self._create_state_machine()
+        _StackValidation.register(self)
+        self.evaluator = self._attach_evaluator(evaluator)
+        self._flush_findings()
+        self.deploy_trigger = self._start_on_deploy() if run_on_deploy else None
+
+    # -- construction steps, in the order __init__ runs them ---------------------------------------------------------
+    def _check_job_props(self, job_name_prefix: str, training_image: str | None, algorithm_name: str | None,
+                         output_prefix: object, training_input_mode: str, instance_type: str, instance_count: int,
+                         volume_size_in_gb: int) -> None:
+        """What the job is and what it runs on: checked before anything else, recorded once valid."""
+        where = self._where
         check_job_name_prefix(job_name_prefix, where=where)
         if (training_image is None) == (algorithm_name is None):
             raise ConfigurationError(
@@ -351,7 +500,17 @@ class ProfiledTrainingJob(Construct):
                 value=training_input_mode,
             )
         check_instance(instance_type, instance_count, volume_size_in_gb, where=where)
-        self.rule_engine: RuleEngine = self._check_rule_engine(rule_engine)
+        self.job_name_prefix = job_name_prefix
+        self.training_image = training_image
+        self.algorithm_name = algorithm_name
+        self.training_input_mode = training_input_mode
+        self.instance_type = instance_type
+        self.instance_count = instance_count
+        self.volume_size_in_gb = volume_size_in_gb
+
+    def _check_profiler(self, profiler: Any, instance_type: str) -> None:
+        """Debugger's profiler: defaulted for the rule engine and the region; refused with RuleEngine.EVALUATOR, whose
+        sampler takes its place."""
         if profiler is None:
             profiler = self._default_profiler(instance_type)
         elif self.rule_engine is RuleEngine.EVALUATOR:
@@ -359,11 +518,18 @@ class ProfiledTrainingJob(Construct):
                 "configures SageMaker Debugger's profiler, which RuleEngine.EVALUATOR (the default) does not use. "
                 "Set the sampling with sampler=Sampler(interval_millis=...), turn profiling off with sampler=None, or "
                 "pass rule_engine=RuleEngine.DEBUGGER in an account that still has Debugger.",
-                where=where, field="profiler", value=profiler)
+                where=self._where, field="profiler", value=profiler)
         if not isinstance(profiler, ProfilerConfig):
             raise ConfigurationTypeError(
-                f"expected a ProfilerConfig, got {type(profiler).__name__}.", where=where, field="profiler", value=profiler
+                f"expected a ProfilerConfig, got {type(profiler).__name__}.", where=self._where, field="profiler",
+                value=profiler
             )
+        self.profiler = profiler
+
+    def _check_rule_set_and_distribution(self, rule_set: Any, distribution: Any) -> None:
+        """Both are typed objects (a dict or a list of rules gets a hint how to wrap it); Debugger's rule containers
+        must exist in the region of a DEBUGGER job."""
+        where = self._where
         if rule_set is not None and not isinstance(rule_set, ProfilerRuleSet):
             raise ConfigurationTypeError(
                 f"expected a ProfilerRuleSet, got {type(rule_set).__name__}. Wrap the rules: "
@@ -382,6 +548,12 @@ class ProfiledTrainingJob(Construct):
                 field="distribution",
                 value=distribution,
             )
+        self.rule_set = rule_set
+
+    def _check_stopping_condition(self, max_runtime: cdk.Duration | None, max_wait: cdk.Duration | None,
+                                  use_spot_instances: bool) -> None:
+        """StoppingCondition in whole seconds (one day unless given), within the limits spot training sets."""
+        where = self._where
         self._stopping: dict[str, Any] = {
             "MaxRuntimeInSeconds": 86400 if max_runtime is None else whole_seconds(max_runtime, where=where, field="max_runtime", minimum=0)
         }
@@ -390,55 +562,53 @@ class ProfiledTrainingJob(Construct):
         check_stopping(
             self._stopping["MaxRuntimeInSeconds"], self._stopping.get("MaxWaitTimeInSeconds"), use_spot_instances, where=where
         )
-        if checkpoint_local_path is not None and checkpoint_s3_uri is None:
-            raise ConfigurationError(
-                "checkpoint_local_path needs checkpoint_s3_uri (where SageMaker copies the checkpoints).",
-                where=where,
-                field="checkpoint_local_path",
-            )
-        if vpc is None and (vpc_subnets is not None or security_groups):
-            raise ConfigurationError("vpc_subnets and security_groups need vpc=.", where=where, field="vpc")
-        self._hyperparameters = normalize_string_map(hyperparameters, field="hyperparameters", where=where)
-        self._environment = normalize_string_map(environment, field="environment", where=where)
-
-        self.job_name_prefix = job_name_prefix
-        self.training_image = training_image
-        self.algorithm_name = algorithm_name
-        self.training_image_repository = training_image_repository
-        self.training_input_mode = training_input_mode
-        self.instance_type = instance_type
-        self.instance_count = instance_count
-        self.volume_size_in_gb = volume_size_in_gb
-        self.volume_kms_key = volume_kms_key
-        self.inputs: tuple[InputChannel, ...] = tuple(inputs or ())
-        self.profiler = profiler
-        self.rule_set = rule_set
         self.max_runtime = max_runtime
         self.max_wait = max_wait
         self.use_spot_instances = use_spot_instances
+
+    def _check_dependent_props(self, checkpoint_s3_uri: str | None, checkpoint_local_path: str | None,
+                               vpc: ec2.IVpc | None, vpc_subnets: ec2.SubnetSelection | None,
+                               security_groups: Sequence[ec2.ISecurityGroup] | None) -> None:
+        """Props that mean nothing without another: a local checkpoint path without its S3 copy, subnets and security
+        groups without a VPC."""
+        if checkpoint_local_path is not None and checkpoint_s3_uri is None:
+            raise ConfigurationError(
+                "checkpoint_local_path needs checkpoint_s3_uri (where SageMaker copies the checkpoints).",
+                where=self._where,
+                field="checkpoint_local_path",
+            )
+        if vpc is None and (vpc_subnets is not None or security_groups):
+            raise ConfigurationError("vpc_subnets and security_groups need vpc=.", where=self._where, field="vpc")
         self.checkpoint_s3_uri = checkpoint_s3_uri
         self.checkpoint_local_path = checkpoint_local_path
+
+    def _record_container_props(self, *, hyperparameters: Mapping[str, Any] | None,
+                                environment: Mapping[str, Any] | None, training_image_repository: ecr.IRepository | None,
+                                volume_kms_key: kms.IKey | None, inputs: Sequence[InputChannel] | None,
+                                enable_network_isolation: bool, encrypt_inter_container_traffic: bool,
+                                tags: Mapping[str, str] | None) -> None:
+        """The container's inputs and settings; hyperparameters and environment become string maps (the API's)."""
+        self._hyperparameters = normalize_string_map(hyperparameters, field="hyperparameters", where=self._where)
+        self._environment = normalize_string_map(environment, field="environment", where=self._where)
+        self.training_image_repository = training_image_repository
+        self.volume_kms_key = volume_kms_key
+        self.inputs = tuple(inputs or ())
         self.enable_network_isolation = enable_network_isolation
         self.encrypt_inter_container_traffic = encrypt_inter_container_traffic
         self.tags = dict(tags or {})
-        #: The request members beyond the basics (docs/request.md), checked against botocore's model and rendered.
-        self.request_members: RequestMembers = request_members(
-            where=where, instance_type=instance_type, instance_count=instance_count,
-            metric_definitions=metric_definitions,
-            enable_sagemaker_metrics_time_series=enable_sagemaker_metrics_time_series, retry_attempts=retry_attempts,
-            training_image_config=training_image_config, instance_groups=instance_groups,
-            keep_alive_seconds=None if keep_alive is None else keep_alive.to_milliseconds() / 1000,
-            infra_check=infra_check, remote_debug=remote_debug, container_entrypoint=container_entrypoint,
-            container_arguments=container_arguments, experiment_config=experiment_config, mlflow=mlflow,
-            session_tag_chaining=session_tag_chaining, request_overrides=request_overrides)
-        if rule_set is not None:  # metric rules read metric_definitions (issue 13.3): checked as each rule is added
-            rule_set.on_rule_added(self._check_metric_rule)
-        self.framework: FrameworkInfo | None = parse_training_image(training_image)
-        self._check_profiler_features()
-        #: The sampler the job's containers run (RuleEngine.EVALUATOR), or None.
-        self.sampler: Sampler | None = self._choose_sampler(sampler)
 
-        # -- output location ---------------------------------------------------------------------------------------
+    def _choose_profiling(self, sampler: Any) -> None:
+        """How the job is profiled: metric rules checked against metric_definitions as they are added (issue 13.3),
+        Debugger's profiler features checked, and the sampler chosen."""
+        if self.rule_set is not None:
+            self.rule_set.on_rule_added(self._check_metric_rule)
+        self.framework = parse_training_image(self.training_image)
+        self._check_profiler_features()
+        self.sampler = self._choose_sampler(sampler)
+
+    def _create_output_location(self, output_bucket: s3.IBucket | None, output_kms_key: kms.IKey | None,
+                                output_prefix: str) -> None:
+        """The bucket the runs write to (a locked-down one unless given) and the S3 locations derived from it."""
         if output_bucket is None:
             output_bucket = s3.Bucket(
                 self,
@@ -455,25 +625,24 @@ class ProfiledTrainingJob(Construct):
                 "AwsSolutions::AwsSolutions-S1": "Training outputs are written only by SageMaker through the execution "
                 "role; pass output_bucket= with server access logging if your audit policy requires request logs."
             }, on="OutputBucket")
-        self.output_bucket: s3.IBucket = output_bucket
+        self.output_bucket = output_bucket
         self.output_kms_key = output_kms_key
         self._output_key_arn = output_kms_key.key_arn if output_kms_key is not None else None
-        self._volume_key_arn = volume_kms_key.key_arn if volume_kms_key is not None else None
+        self._volume_key_arn = self.volume_kms_key.key_arn if self.volume_kms_key is not None else None
         self.output_prefix = output_prefix.strip("/")
-        #: OutputDataConfig.S3OutputPath. Model artifacts land in ``<output_s3_uri>/<job>/output/``.
         bucket_name = output_bucket.bucket_name
-        self.output_s3_uri: str = f"s3://{bucket_name}/{self.output_prefix}" if self.output_prefix else f"s3://{bucket_name}"
+        self.output_s3_uri = f"s3://{bucket_name}/{self.output_prefix}" if self.output_prefix else f"s3://{bucket_name}"
         self._output_bucket_arn = f"arn:{self._partition}:s3:::{bucket_name}"
-        #: Where profiler data lands: ``<profiler_s3_uri>/<job>/profiler-output/`` (ProfilerConfig.S3OutputPath with
-        #: Debugger; the output location for the sampler).
-        self.profiler_s3_uri: str = profiler.s3_output_path or self.output_s3_uri
-        #: The sampler bundle (an S3 asset, one per stack) delivered as an input channel, or None without a sampler.
-        self.sampler_bundle: s3_assets.Asset | None = self.sampler.bundle(self) if self.sampler is not None else None
-        #: Rule outputs land in ``<rule_output_s3_uri>/<job>/rule-output/<RuleConfigurationName>/``.
-        self.rule_output_s3_uri: str = self.output_s3_uri
+        self.profiler_s3_uri = self.profiler.s3_output_path or self.output_s3_uri
+        self.sampler_bundle = self.sampler.bundle(self) if self.sampler is not None else None
+        self.rule_output_s3_uri = self.output_s3_uri
 
-        # -- Debugger: rules, hook, TensorBoard and the guard rails ------------------------------------------------
-        #: The hook setting as given; :attr:`debug_hook` is the hook the job runs.
+    def _add_initial_debugger_rules(self, debugger_rules: Sequence[Rule] | None,
+                                    debug_hook: DebugHookConfig | bool | None,
+                                    tensorboard: TensorBoardOutputConfig | None,
+                                    distribution: Distribution | None) -> DebuggerRequest:
+        """Debugger's rules, hook and TensorBoard output through the guard rails; uploads the rules' local sources.
+        Returns the checked request, whose permissions the execution role needs."""
         self.debug_hook_setting = debug_hook
         self.tensorboard = tensorboard
         self.distribution = distribution
@@ -485,57 +654,66 @@ class ProfiledTrainingJob(Construct):
         self._debugger_rules.extend(given_rules)
         for rule in self._debugger_rules:
             self._upload_rule_source(rule)
+        return checked
 
-        # -- execution role ----------------------------------------------------------------------------------------
+    def _create_execution_role(self, role: iam.IRole | None, in_vpc: bool, permissions: RulePermissions) -> iam.IRole:
+        """The given role unchanged, or a new one with exactly what this job's runs and rules need."""
         self._image_pull: dict[str, Any] | None = None
         self._pulled_repositories: list[str] = []
         self._pending_statements: list[dict[str, Any]] | None = None
         self._granted_topic = False
         self._granted_stop_patterns: set[str] = set()
-        #: The execution role's permissions for debugger rule actions (created with the first rule that has actions).
-        self.rule_actions_policy: iam.Policy | None = None
+        self.rule_actions_policy = None
         self._owned_role: iam.Role | None = None
         if role is None:
-            # Collect the statements first and create the role with them as one inline policy: one call into the
-            # CDK instead of two per statement.
-            self._pending_statements = []
-            self._grant_execution_permissions(vpc is not None)
-            self._grant_sampler_access()
-            self._grant_debugger_rule_needs(self._debugger_rules, checked.permissions, with_actions=False)
-            role = iam.Role(
-                self,
-                "ExecutionRole",
-                assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
-                description=f"SageMaker execution role of training jobs {job_name_prefix}-*",
-                inline_policies={"TrainingJobs": iam.PolicyDocument.from_json(
-                    {"Version": "2012-10-17", "Statement": self._pending_statements})},
-            )
-            self._owned_role = role
-            self._pending_statements = None
-            self._grant_role_dependent(role)
-            self._grant_rule_actions(role, checked.permissions)
-        self.role: iam.IRole = role
+            role = self._create_owned_role(in_vpc, permissions)
         self._role_arn = role.role_arn
+        return role
 
-        # -- VPC ---------------------------------------------------------------------------------------------------
+    def _create_owned_role(self, in_vpc: bool, permissions: RulePermissions) -> iam.Role:
+        """Collects the statements first and creates the role with them as one inline policy: one call into the CDK
+        instead of two per statement."""
+        self._pending_statements = []
+        self._grant_execution_permissions(in_vpc)
+        self._grant_sampler_access()
+        self._grant_debugger_rule_needs(self._debugger_rules, permissions, with_actions=False)
+        role = iam.Role(
+            self,
+            "ExecutionRole",
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            description=f"SageMaker execution role of training jobs {self.job_name_prefix}-*",
+            inline_policies={"TrainingJobs": iam.PolicyDocument.from_json(
+                {"Version": "2012-10-17", "Statement": self._pending_statements})},
+        )
+        self._owned_role = role
+        self._pending_statements = None
+        self._grant_role_dependent(role)
+        self._grant_rule_actions(role, permissions)
+        return role
+
+    def _place_in_vpc(self, vpc: ec2.IVpc | None, vpc_subnets: ec2.SubnetSelection | None,
+                      security_groups: Sequence[ec2.ISecurityGroup] | None) -> None:
+        """The subnets and security groups of VpcConfig (a new security group unless given)."""
         self.vpc = vpc
-        self.security_groups: list[ec2.ISecurityGroup] = list(security_groups or ())
+        self.security_groups = list(security_groups or ())
         self._subnet_ids: list[str] = []
         if vpc is not None:
             if not self.security_groups:
                 self.security_groups.append(
-                    ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, description=f"Training jobs {job_name_prefix}-*")
+                    ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc, description=f"Training jobs {self.job_name_prefix}-*")
                 )
             self._subnet_ids = vpc.select_subnets(**_subnet_kwargs(vpc_subnets)).subnet_ids
         self._security_group_ids = [sg.security_group_id for sg in self.security_groups]
 
-        # -- state machine -----------------------------------------------------------------------------------------
+    def _create_state_machine(self) -> None:
+        """The state machine that names each run and starts its job; the request is rendered lazily, at synth, so
+        rules added later are in it."""
         self.launch_state = sfn.CustomState(
             self,
             "CreateTrainingJob",
             state_json={
                 "Type": "Task",
-                "Comment": f"Runs one SageMaker training job {job_name_prefix}-* and waits for it to finish.",
+                "Comment": f"Runs one SageMaker training job {self.job_name_prefix}-* and waits for it to finish.",
                 "Resource": f"arn:{self._partition}:states:::sagemaker:createTrainingJob.sync",
                 "Parameters": cdk.Lazy.any(_Producer(self._state_parameters)),
                 "ResultSelector": {
@@ -558,17 +736,8 @@ class ProfiledTrainingJob(Construct):
             definition_body=sfn.DefinitionBody.from_chainable(self._definition()),
             tracing_enabled=True,
             logs=sfn.LogOptions(destination=self.log_group, level=_CONSTANTS["log_level"], include_execution_data=False),
-            comment=f"Starts a profiled SageMaker training job {job_name_prefix}-* per execution.",
+            comment=f"Starts a profiled SageMaker training job {self.job_name_prefix}-* per execution.",
         )
-        _StackValidation.register(self)
-        #: The RuleEvaluator that evaluates this job's rules (RuleEngine.EVALUATOR with a rule set, or the one passed
-        #: as ``evaluator=``); None when Debugger evaluates them or there are no rules.
-        self.evaluator = self._attach_evaluator(evaluator)
-        self._flush_findings()
-
-        self.deploy_trigger: cr.AwsCustomResource | None = None
-        if run_on_deploy:
-            self._start_on_deploy()
 
     # ------------------------------------------------------------------------------------------------------------------
     @functools.cached_property
@@ -626,14 +795,14 @@ class ProfiledTrainingJob(Construct):
         """S3 assets made from the custom debugger rules' local source files."""
         return tuple(self._debugger_rule_sources.values())
 
-    def add_debugger_rule(self, rule: Rule) -> ProfiledTrainingJob:
-        """Add a debugger rule. Raises at once, leaving the job unchanged, when the rule breaks an API limit, a
-        collection agreement or a guard rail; otherwise uploads its local source and grants what it needs."""
+    def add_debugger_rule(self, rule: Rule) -> Rule:
+        """Add a debugger rule and return it. Raises at once, leaving the job unchanged, when the rule breaks an API
+        limit, a collection agreement or a guard rail; otherwise uploads its local source and grants what it needs."""
         checked = self._check_debugger([*self._debugger_rules, rule])
         self._debugger_rules.append(rule)
         self._upload_rule_source(rule)
         self._grant_debugger_rule_needs([rule], checked.permissions)
-        return self
+        return rule
 
     def metric(
         self,
@@ -773,7 +942,7 @@ class ProfiledTrainingJob(Construct):
         reason = None
         if self._region in DEBUGGER_UNSUPPORTED_REGIONS:
             reason = f"SageMaker has no Debugger or profiler in {self._region}"
-        elif isinstance(instance_type, str) and _TRAINIUM.match(instance_type):
+        elif is_trainium(instance_type):
             reason = f"the profiler does not support Trainium instances ({instance_type})"
         if reason is None:
             return ProfilerConfig()
@@ -808,9 +977,9 @@ class ProfiledTrainingJob(Construct):
     def validate_request(self) -> list[str]:
         """Every problem of the rendered request (empty when it is valid). Runs automatically at synth."""
         problems: list[str] = []
-        if (self.rule_engine is RuleEngine.DEBUGGER and self.profiler.disable_profiler and self.rule_set is not None
-                and self.rule_set.rules):
-            problems.append(self._profiler_rules_problem())
+        profiler_off = self._profiler_rules_problem()  # rules added after construction
+        if profiler_off is not None:
+            problems.append(profiler_off)
         try:
             self._check_compatibility(self._debugger_rules)
         except ConfigurationError as error:
@@ -903,8 +1072,13 @@ class ProfiledTrainingJob(Construct):
                 value=error.value,
             ) from None
 
-    def _profiler_rules_problem(self) -> str:
-        names = [r.name for r in self.rule_set.rules] if self.rule_set is not None else []
+    def _profiler_rules_problem(self) -> str | None:
+        """Debugger's profiler rules with Debugger's profiler off, or None: checked when the job is created and again
+        at synth, for rules added to the set later."""
+        if (self.rule_engine is not RuleEngine.DEBUGGER or not self.profiler.disable_profiler or self.rule_set is None
+                or not self.rule_set.rules):
+            return None
+        names = [r.name for r in self.rule_set.rules]
         if self._profiler_off_reason is not None:  # the library switched it off, not the user
             return (
                 f"profiler rules {names} need the profiler, which is off for this job because "
@@ -919,8 +1093,9 @@ class ProfiledTrainingJob(Construct):
     def _check_profiler_features(self) -> None:
         if self.rule_engine is RuleEngine.EVALUATOR:
             return
-        if self.profiler.disable_profiler and self.rule_set is not None and self.rule_set.rules:
-            raise ConfigurationError(self._profiler_rules_problem(), where=self._where, field="profiler")
+        profiler_off = self._profiler_rules_problem()
+        if profiler_off is not None:
+            raise ConfigurationError(profiler_off, where=self._where, field="profiler")
         if self.profiler.framework_profile is not None:
             message = framework_profiling_deprecation(self.framework)
             if message:
@@ -1348,7 +1523,8 @@ class ProfiledTrainingJob(Construct):
         }, on="StateMachineRole/DefaultPolicy")
         return role
 
-    def _start_on_deploy(self) -> None:
+    def _start_on_deploy(self) -> cr.AwsCustomResource:
+        """Starts a run on deploy, and again whenever the rendered request changes (its hash is a property)."""
         request_hash = hashlib.sha256(
             json.dumps(self._stack.resolve(self.render_request()), sort_keys=True, default=str).encode()
         ).hexdigest()[:16]
@@ -1359,7 +1535,7 @@ class ProfiledTrainingJob(Construct):
             physical_resource_id=cr.PhysicalResourceId.from_response("executionArn"),
             output_paths=["executionArn"],
         )
-        self.deploy_trigger = cr.AwsCustomResource(
+        trigger = cr.AwsCustomResource(
             self,
             "StartOnDeploy",
             on_create=call,
@@ -1370,9 +1546,10 @@ class ProfiledTrainingJob(Construct):
             install_latest_aws_sdk=False,
             resource_type="Custom::StartTrainingRun",
         )
-        resource = self.deploy_trigger.node.find_child("Resource").node.default_child
+        resource = trigger.node.find_child("Resource").node.default_child
         resource.add_property_override("RequestHash", request_hash)  # type: ignore[union-attr]
-        self.deploy_trigger.node.add_dependency(self.state_machine)
+        trigger.node.add_dependency(self.state_machine)
+        return trigger
 
     # -- SageMaker Pipelines -------------------------------------------------------------------------------------------
     def pipeline_step(

@@ -43,70 +43,87 @@ def _compiled(pattern: str) -> Any:
 
 
 def _problems(value: Any, shape: Shape, path: str, out: list[tuple[str, str]]) -> None:
+    """Append to ``out`` every way ``value`` breaks ``shape``, as (member path, problem); tokens are left to deploy
+    time."""
     if is_token(value):
         return
-    kind = shape.type_name
-    meta = shape.metadata
     if isinstance(shape, StructureShape):
-        if not isinstance(value, Mapping):
-            out.append((path, f"expected an object, got {type(value).__name__} {value!r}"))
-            return
-        for required in shape.required_members:
-            if required not in value:
-                out.append((f"{path}.{required}" if path else required, "is required"))
-        for key, item in value.items():
-            member = shape.members.get(key)
-            child = f"{path}.{key}" if path else key
-            if member is None:
-                out.append((child, f"is not a member of {shape.name}.{did_you_mean(key, shape.members)}"))
-            else:
-                _problems(item, member, child, out)
+        _structure_problems(value, shape, path, out)
+    elif isinstance(shape, ListShape):
+        _list_problems(value, shape, path, out)
+    elif isinstance(shape, MapShape):
+        _map_problems(value, shape, path, out)
+    elif shape.type_name == "string":
+        _string_problems(value, shape, path, out)
+    else:
+        _scalar_problems(value, shape, path, out)
+
+
+def _structure_problems(value: Any, shape: StructureShape, path: str, out: list[tuple[str, str]]) -> None:
+    if not isinstance(value, Mapping):
+        out.append((path, f"expected an object, got {type(value).__name__} {value!r}"))
         return
-    if isinstance(shape, ListShape):
-        if not isinstance(value, (list, tuple)):
-            out.append((path, f"expected a list, got {type(value).__name__}"))
-            return
-        _bounds(len(value), meta, path, "items", out)
-        for index, item in enumerate(value):
-            _problems(item, shape.member, f"{path}[{index}]", out)
+    for required in shape.required_members:
+        if required not in value:
+            out.append((f"{path}.{required}" if path else required, "is required"))
+    for key, item in value.items():
+        member = shape.members.get(key)
+        child = f"{path}.{key}" if path else key
+        if member is None:
+            out.append((child, f"is not a member of {shape.name}.{did_you_mean(key, shape.members)}"))
+        else:
+            _problems(item, member, child, out)
+
+
+def _list_problems(value: Any, shape: ListShape, path: str, out: list[tuple[str, str]]) -> None:
+    if not isinstance(value, (list, tuple)):
+        out.append((path, f"expected a list, got {type(value).__name__}"))
         return
-    if isinstance(shape, MapShape):
-        if not isinstance(value, Mapping):
-            out.append((path, f"expected a map, got {type(value).__name__}"))
-            return
-        _bounds(len(value), meta, path, "entries", out)
-        for key, item in value.items():
-            _problems(key, shape.key, f"{path} key {key!r}", out)
-            _problems(item, shape.value, f"{path}.{key}", out)
+    _bounds(len(value), shape.metadata, path, "items", out)
+    for index, item in enumerate(value):
+        _problems(item, shape.member, f"{path}[{index}]", out)
+
+
+def _map_problems(value: Any, shape: MapShape, path: str, out: list[tuple[str, str]]) -> None:
+    if not isinstance(value, Mapping):
+        out.append((path, f"expected a map, got {type(value).__name__}"))
         return
-    if kind == "string":
-        if not isinstance(value, str):
-            out.append((path, f"expected a string, got {type(value).__name__} {value!r}"))
-            return
-        _bounds(len(value), meta, path, "characters", out)
-        if shape.enum and value not in shape.enum:
-            out.append((path, f"{value!r} is not one of the {len(shape.enum)} allowed values.{did_you_mean(value, shape.enum)}"))
-        pattern = meta.get("pattern")
-        if pattern and not _compiled(pattern).fullmatch(value):
-            out.append((path, f"{value!r} does not match the pattern {pattern}"))
+    _bounds(len(value), shape.metadata, path, "entries", out)
+    for key, item in value.items():
+        _problems(key, shape.key, f"{path} key {key!r}", out)
+        _problems(item, shape.value, f"{path}.{key}", out)
+
+
+def _string_problems(value: Any, shape: Shape, path: str, out: list[tuple[str, str]]) -> None:
+    if not isinstance(value, str):
+        out.append((path, f"expected a string, got {type(value).__name__} {value!r}"))
         return
+    meta = shape.metadata
+    _bounds(len(value), meta, path, "characters", out)
+    if shape.enum and value not in shape.enum:
+        out.append((path, f"{value!r} is not one of the {len(shape.enum)} allowed values.{did_you_mean(value, shape.enum)}"))
+    pattern = meta.get("pattern")
+    if pattern and not _compiled(pattern).fullmatch(value):
+        out.append((path, f"{value!r} does not match the pattern {pattern}"))
+
+
+def _scalar_problems(value: Any, shape: Shape, path: str, out: list[tuple[str, str]]) -> None:
+    """Integers and numbers (type and range), booleans and timestamps."""
+    kind = shape.type_name
     if kind in _INT_TYPES:
         if isinstance(value, bool) or not isinstance(value, int):
             out.append((path, f"expected an integer, got {type(value).__name__} {value!r}"))
             return
-        _range(value, meta, path, out)
-        return
-    if kind in ("float", "double"):
+        _range(value, shape.metadata, path, out)
+    elif kind in ("float", "double"):
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             out.append((path, f"expected a number, got {type(value).__name__} {value!r}"))
             return
-        _range(value, meta, path, out)
-        return
-    if kind == "boolean":
+        _range(value, shape.metadata, path, out)
+    elif kind == "boolean":
         if not isinstance(value, bool):
             out.append((path, f"expected true or false, got {type(value).__name__} {value!r}"))
-        return
-    if kind == "timestamp" and not isinstance(value, (str, int, float)):
+    elif kind == "timestamp" and not isinstance(value, (str, int, float)):
         out.append((path, f"expected a timestamp, got {type(value).__name__}"))
 
 

@@ -274,34 +274,49 @@ def check_debugger_compatibility(
         )
 
     if distribution is not None:
-        _check_framework(distribution, framework, where)
-        if distribution.kind in (_MODEL_PARALLEL, _PARAMETER_SERVER):
-            reason = f"SageMaker Debugger does not support {distribution.label} training"
-            if features.tensor_debugging or features.framework_profiling:
-                used = []
-                if features.tensor_debugging:
-                    used.append("the debugger hook/rules")
-                if features.framework_profiling:
-                    used.append("framework profiling")
-                raise ConfigurationError(
-                    f"{reason}, but {' and '.join(used)} are configured. Remove debug_hook, debugger_rules and "
-                    "framework_profile (system monitoring may stay), or use another distribution strategy.",
-                    where=where,
-                    field="distribution",
-                    value=distribution.kind,
-                )
-            if features.profiler:
-                warnings.append(
-                    f"{reason}; system monitoring and profiler rules may report incomplete data for this job."
-                )
-        if features.framework_profiling:
-            warnings += _framework_profiling_warnings(distribution, framework)
-        if distribution.kind in (_MPI, _DATA_PARALLEL) and features.profiles_collectives:
-            warnings.append(
-                f"Framework profiling does not collect the collective operations of {distribution.label} "
-                "(AllReduce and Horovod operations); their time shows only in step durations."
-            )
+        warnings += _distribution_warnings(features, distribution, framework, where)
+    _check_checkpointing(features, distribution, instance_count, checkpointing, where)
+    return warnings
 
+
+def _distribution_warnings(
+    features: DebuggerFeatures, distribution: Distribution, framework: FrameworkInfo | None, where: str | None
+) -> list[str]:
+    """What Debugger cannot do under ``distribution``: raises for features it refuses, warns about partial data."""
+    warnings: list[str] = []
+    _check_framework(distribution, framework, where)
+    if distribution.kind in (_MODEL_PARALLEL, _PARAMETER_SERVER):
+        reason = f"SageMaker Debugger does not support {distribution.label} training"
+        if features.tensor_debugging or features.framework_profiling:
+            used = []
+            if features.tensor_debugging:
+                used.append("the debugger hook/rules")
+            if features.framework_profiling:
+                used.append("framework profiling")
+            raise ConfigurationError(
+                f"{reason}, but {' and '.join(used)} are configured. Remove debug_hook, debugger_rules and "
+                "framework_profile (system monitoring may stay), or use another distribution strategy.",
+                where=where,
+                field="distribution",
+                value=distribution.kind,
+            )
+        if features.profiler:
+            warnings.append(
+                f"{reason}; system monitoring and profiler rules may report incomplete data for this job."
+            )
+    if features.framework_profiling:
+        warnings += _framework_profiling_warnings(distribution, framework)
+    if distribution.kind in (_MPI, _DATA_PARALLEL) and features.profiles_collectives:
+        warnings.append(
+            f"Framework profiling does not collect the collective operations of {distribution.label} "
+            "(AllReduce and Horovod operations); their time shows only in step durations."
+        )
+    return warnings
+
+
+def _check_checkpointing(features: DebuggerFeatures, distribution: Distribution | None, instance_count: int | None,
+                         checkpointing: bool, where: str | None) -> None:
+    """SageMaker checkpointing and the debugger hook cannot share a multi-instance or distributed job."""
     multi_instance = isinstance(instance_count, int) and not is_token(instance_count) and instance_count > 1
     if checkpointing and features.tensor_debugging and (multi_instance or distribution is not None):
         shape = distribution.label if distribution is not None else f"{instance_count} instances"
@@ -312,4 +327,3 @@ def check_debugger_compatibility(
             where=where,
             field="checkpoint_s3_uri",
         )
-    return warnings

@@ -35,7 +35,7 @@ from .metric_rules import render_html as render_metric_html
 from .metric_rules import source_label as metric_source_label
 from .publish import continuation_event, emf_lines, emit_emf, put_events, status_change_event
 from .report import HTML_NAME, SUMMARY_NAME, report_files, summary
-from .rules import MaxInitializationTime
+from .rules import MaxInitializationTime, epoch_seconds
 from .state import STATE_FILE, ConcurrentUpdateError, DamagedStateError, S3StateStore
 from .storage import S3Store, job_profiler_store, split_s3_uri
 
@@ -105,14 +105,6 @@ def _iso(epoch_s: float) -> str:
     return datetime.fromtimestamp(epoch_s, tz=timezone.utc).isoformat().replace("+00:00", "Z")
 
 
-def _epoch(value: Any) -> float | None:
-    if value is None:
-        return None
-    if isinstance(value, datetime):
-        return value.timestamp()
-    return float(value)
-
-
 def jobs_for_event(event: dict[str, Any], settings: Settings, clients: Clients) -> list[str]:
     """Which jobs this invocation may evaluate: those whose name may belong to the family (:func:`evaluate_job`
     checks the rest, tags included, before it reads anything)."""
@@ -174,7 +166,7 @@ def training_started(description: dict[str, Any]) -> float | None:
     status (None while it is still starting, downloading or waiting for spot capacity)."""
     for transition in description.get("SecondaryStatusTransitions") or []:
         if isinstance(transition, dict) and transition.get("Status") == "Training":
-            return _epoch(transition.get("StartTime"))
+            return epoch_seconds(transition.get("StartTime"))
     return None
 
 
@@ -224,10 +216,10 @@ def run_cloudwatch(run: JobRun, description: dict[str, Any], clients: Clients, t
     known = cloudwatch.instance_devices(instance_type)[0] is not None
     plans = cloudwatch.hosts_for(description["TrainingJobName"], count, instance_type,
                                  ec2=None if known else clients.ec2)
-    started = _epoch(description.get("TrainingStartTime")) or _epoch(description.get("CreationTime")) or now
+    started = epoch_seconds(description.get("TrainingStartTime")) or epoch_seconds(description.get("CreationTime")) or now
     origin_minute = int(started // 60 * 60)
     through = int(state.get("cloudwatch_through", origin_minute - 60))
-    ended_at = _epoch(description.get("TrainingEndTime"))
+    ended_at = epoch_seconds(description.get("TrainingEndTime"))
     limit = (ended_at + 60) if (terminal and ended_at) else now - cloudwatch.PERIOD_S - CLOUDWATCH_DELAY_S
     last_minute = int(limit // 60 * 60)
     if evaluator.origin_us is None:

@@ -28,7 +28,7 @@ from .engine import (
 )
 from .html_report import CSS, _esc, _summary_table, line_chart
 from .metric_checks import Outcome, Series, iso, loss_not_decreasing, overfit, stalled
-from .rules import RuleConfigError, coerce_parameter
+from .rules import RuleConfigError, coerce_parameter, epoch_seconds
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
 DIMENSION = "TrainingJobName"
@@ -127,9 +127,9 @@ class MetricEvaluation:
         definitions = (description.get("AlgorithmSpecification") or {}).get("MetricDefinitions")
         self.defined = [d.get("Name") for d in definitions] if definitions else None
         self.training_since = _training_since(description)
-        started = _epoch(description.get("TrainingStartTime")) or _epoch(description.get("CreationTime")) or now
+        started = epoch_seconds(description.get("TrainingStartTime")) or epoch_seconds(description.get("CreationTime")) or now
         through = self.through if self.through is not None else int(started // PERIOD_S * PERIOD_S) - PERIOD_S
-        ended_at = _epoch(description.get("TrainingEndTime"))
+        ended_at = epoch_seconds(description.get("TrainingEndTime"))
         limit = ended_at + PERIOD_S if (terminal and ended_at) else now - PERIOD_S - DELAY_S
         last = int(limit // PERIOD_S * PERIOD_S)
         names = self.metric_names()
@@ -279,17 +279,11 @@ def source_label(job: str) -> str:
     return f"CloudWatch {NAMESPACE} ({DIMENSION}={job}, {PERIOD_S} s {STATISTIC})"
 
 
-def _epoch(value: Any) -> float | None:
-    if value is None:
-        return None
-    return value.timestamp() if isinstance(value, datetime) else float(value)
-
-
 def _training_since(description: dict[str, Any]) -> float | None:
     for transition in description.get("SecondaryStatusTransitions") or []:
         if isinstance(transition, dict) and transition.get("Status") == "Training":
-            return _epoch(transition.get("StartTime"))
-    return _epoch(description.get("TrainingStartTime"))
+            return epoch_seconds(transition.get("StartTime"))
+    return epoch_seconds(description.get("TrainingStartTime"))
 
 
 __all__ = ["MetricEvaluation", "is_metric_rule", "fetch", "queries", "render_html", "source_label", "iso", "NAMESPACE",

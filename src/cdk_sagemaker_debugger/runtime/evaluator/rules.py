@@ -35,7 +35,8 @@ class RuleConfigError(ValueError):
 
 
 def coerce_parameter(value: Any) -> Any:
-    """RuleParameters arrive as strings ("70", "0.2", "None"); turn them back into Python values."""
+    """RuleParameters arrive as strings ("70", "0.2", "None", "True"); turn them back into Python values. The CLI's
+    ``--rule Name:param=value`` values too, where ``true`` and ``false`` are written lower case."""
     if not isinstance(value, str):
         return value
     text = value.strip()
@@ -46,8 +47,8 @@ def coerce_parameter(value: Any) -> Any:
             return kind(text)
         except ValueError:
             pass
-    if text in ("True", "False"):
-        return text == "True"
+    if text in ("True", "False", "true", "false"):
+        return text in ("True", "true")
     return text
 
 
@@ -775,7 +776,7 @@ class MaxInitializationTime(ProfilerRule):
 
     def apply_status_transitions(self, transitions: list[dict[str, Any]], now_s: float) -> bool:
         """CloudWatch variant: initialisation = from the first secondary status to "Training" (or to now)."""
-        starts = [(t.get("Status"), _epoch(t.get("StartTime"))) for t in transitions]
+        starts = [(t.get("Status"), epoch_seconds(t.get("StartTime"))) for t in transitions]
         starts = [(status, at) for status, at in starts if at is not None]
         if not starts:
             return self.triggered()
@@ -1063,8 +1064,9 @@ def _some(items: list[str], limit: int = 4) -> str:
     return f"{shown} and {len(items) - limit} more" if len(items) > limit else shown
 
 
-def _epoch(value: Any) -> float | None:
-    """DescribeTrainingJob times: datetime from boto3, or epoch seconds / ISO strings from JSON."""
+def epoch_seconds(value: Any) -> float | None:
+    """DescribeTrainingJob times: datetime from boto3, or epoch seconds (milliseconds) / ISO strings from JSON. The
+    evaluator's one time parser (the RuleAlarm's runtime, a separate package, has its own ``parse_time``)."""
     if value is None:
         return None
     if hasattr(value, "timestamp"):
@@ -1073,7 +1075,7 @@ def _epoch(value: Any) -> float | None:
         return float(value) / 1000 if value > 1e11 else float(value)
     if isinstance(value, str):
         try:
-            return _epoch(float(value))
+            return epoch_seconds(float(value))
         except ValueError:
             from datetime import datetime
 

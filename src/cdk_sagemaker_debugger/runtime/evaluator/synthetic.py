@@ -77,6 +77,46 @@ def _fmt(value: float) -> str:
     return repr(round(float(value), 2))
 
 
+def _add_sample(add: Callable[[str], None], spec: JobSpec, node_index: int, sample: int, base: float) -> None:
+    """One sample of every group on one node, each group at its observed offset from ``base`` (epoch seconds)."""
+    node = f"algo-{node_index + 1}"
+    t = base - spec.start
+    ts = repr(round(base + _OFFSETS["i/o"], 6))
+    add(f'{{"Type":"i/o","Name":"IOPS","Dimension":"","Value":120.0,"NodeId":"{node}","Timestamp":{ts}}}')
+    add(f'{{"Type":"i/o","Name":"ReadThroughputInBytesPerSecond","Dimension":"","Value":5000.0,'
+        f'"NodeId":"{node}","Timestamp":{ts}}}')
+    add(f'{{"Type":"i/o","Name":"WriteThroughputInBytesPerSecond","Dimension":"","Value":700.0,'
+        f'"NodeId":"{node}","Timestamp":{ts}}}')
+    ts = repr(round(base + _OFFSETS["cpu"], 6))
+    for c in range(spec.cores):
+        add(f'{{"Type":"cpu","Name":"cpu{c}","Dimension":"CPUUtilization",'
+            f'"Value":{_fmt(spec.cpu_util(node_index, c, sample, t))},"NodeId":"{node}","Timestamp":{ts}}}')
+    for c in range(spec.cores):
+        add(f'{{"Type":"cpu","Name":"cpu{c}","Dimension":"I/OWaitPercentage",'
+            f'"Value":{_fmt(spec.io_wait(node_index, c, sample, t))},"NodeId":"{node}","Timestamp":{ts}}}')
+    ts = repr(round(base + _OFFSETS["memory"], 6))
+    add(f'{{"Type":"memory","Name":"MemoryUsedPercent","Dimension":"",'
+        f'"Value":{_fmt(spec.memory_used(node_index, 0, sample, t))},"NodeId":"{node}","Timestamp":{ts}}}')
+    if spec.gpus:
+        ts = repr(round(base + _OFFSETS["gpu"], 6))
+        for g in range(spec.gpus):
+            add(f'{{"Type":"gpu","Name":"gpu{g}","Dimension":"GPUUtilization",'
+                f'"Value":{_fmt(spec.gpu_util(node_index, g, sample, t))},"NodeId":"{node}",'
+                f'"Timestamp":{ts}}}')
+        for g in range(spec.gpus):
+            add(f'{{"Type":"gpu","Name":"gpu{g}","Dimension":"GPUMemoryUtilization",'
+                f'"Value":{_fmt(spec.gpu_memory(node_index, g, sample, t))},"NodeId":"{node}",'
+                f'"Timestamp":{ts}}}')
+    ts = repr(round(base + _OFFSETS["network"], 6))
+    net = _fmt(spec.network(node_index, 0, sample, t))
+    add(f'{{"Type":"network","Name":"ReceiveBytesPerSecond","Dimension":"Algorithm","Value":{net},'
+        f'"NodeId":"{node}","Timestamp":{ts}}}')
+    add(f'{{"Type":"network","Name":"TransmitBytesPerSecond","Dimension":"Algorithm","Value":{net},'
+        f'"NodeId":"{node}","Timestamp":{ts}}}')
+    add(f'{{"Type":"network","Name":"ReceiveBytesPerSecond","Dimension":"Platform","Value":1.0,'
+        f'"NodeId":"{node}","Timestamp":{ts}}}')
+
+
 def write_system(root: Path, spec: JobSpec) -> list[Path]:
     """Write the system minute files; returns their paths."""
     paths = []
@@ -96,42 +136,7 @@ def write_system(root: Path, spec: JobSpec) -> list[Path]:
             add = lines.append
             skew = 0.0031 * node_index  # each node's agent samples on its own clock
             for i in range(samples):
-                base = minute_start + i * step + skew
-                t = base - spec.start
-                ts = repr(round(base + _OFFSETS["i/o"], 6))
-                add(f'{{"Type":"i/o","Name":"IOPS","Dimension":"","Value":120.0,"NodeId":"{node}","Timestamp":{ts}}}')
-                add(f'{{"Type":"i/o","Name":"ReadThroughputInBytesPerSecond","Dimension":"","Value":5000.0,'
-                    f'"NodeId":"{node}","Timestamp":{ts}}}')
-                add(f'{{"Type":"i/o","Name":"WriteThroughputInBytesPerSecond","Dimension":"","Value":700.0,'
-                    f'"NodeId":"{node}","Timestamp":{ts}}}')
-                ts = repr(round(base + _OFFSETS["cpu"], 6))
-                for c in range(spec.cores):
-                    add(f'{{"Type":"cpu","Name":"cpu{c}","Dimension":"CPUUtilization",'
-                        f'"Value":{_fmt(spec.cpu_util(node_index, c, sample, t))},"NodeId":"{node}","Timestamp":{ts}}}')
-                for c in range(spec.cores):
-                    add(f'{{"Type":"cpu","Name":"cpu{c}","Dimension":"I/OWaitPercentage",'
-                        f'"Value":{_fmt(spec.io_wait(node_index, c, sample, t))},"NodeId":"{node}","Timestamp":{ts}}}')
-                ts = repr(round(base + _OFFSETS["memory"], 6))
-                add(f'{{"Type":"memory","Name":"MemoryUsedPercent","Dimension":"",'
-                    f'"Value":{_fmt(spec.memory_used(node_index, 0, sample, t))},"NodeId":"{node}","Timestamp":{ts}}}')
-                if spec.gpus:
-                    ts = repr(round(base + _OFFSETS["gpu"], 6))
-                    for g in range(spec.gpus):
-                        add(f'{{"Type":"gpu","Name":"gpu{g}","Dimension":"GPUUtilization",'
-                            f'"Value":{_fmt(spec.gpu_util(node_index, g, sample, t))},"NodeId":"{node}",'
-                            f'"Timestamp":{ts}}}')
-                    for g in range(spec.gpus):
-                        add(f'{{"Type":"gpu","Name":"gpu{g}","Dimension":"GPUMemoryUtilization",'
-                            f'"Value":{_fmt(spec.gpu_memory(node_index, g, sample, t))},"NodeId":"{node}",'
-                            f'"Timestamp":{ts}}}')
-                ts = repr(round(base + _OFFSETS["network"], 6))
-                net = _fmt(spec.network(node_index, 0, sample, t))
-                add(f'{{"Type":"network","Name":"ReceiveBytesPerSecond","Dimension":"Algorithm","Value":{net},'
-                    f'"NodeId":"{node}","Timestamp":{ts}}}')
-                add(f'{{"Type":"network","Name":"TransmitBytesPerSecond","Dimension":"Algorithm","Value":{net},'
-                    f'"NodeId":"{node}","Timestamp":{ts}}}')
-                add(f'{{"Type":"network","Name":"ReceiveBytesPerSecond","Dimension":"Platform","Value":1.0,'
-                    f'"NodeId":"{node}","Timestamp":{ts}}}')
+                _add_sample(add, spec, node_index, sample, minute_start + i * step + skew)
                 sample += 1
             path.write_text("\n".join(lines) + "\n" if lines else "")
             paths.append(path)
