@@ -92,8 +92,6 @@ def test_pdoc_starts_jsii_and_still_exits_promptly(reference: Reference) -> None
 # -- cross-references -------------------------------------------------------------------------------------------------
 _ROLE = re.compile(r"(?::py)?:(mod|func|data|const|class|meth|attr|exc|obj):`([^`]+)`")
 _SOURCE_VIEW = re.compile(r'<div class="pdoc-code codehilite">.*?</pre></div>', re.S)
-#: Modules another branch is rewriting right now (issue 11 item 3); their references are fixed there.
-_BEING_REWRITTEN = {"constructs/training_job.py", "model/distribution.py"}
 
 
 def _modules_with_references() -> list[Any]:
@@ -102,9 +100,7 @@ def _modules_with_references() -> list[Any]:
         if path.is_symlink() or "__pycache__" in path.parts or not _ROLE.search(path.read_text()):
             continue
         name = path.relative_to(PACKAGE_DIR).as_posix()
-        marks = [pytest.mark.xfail(strict=False, reason="docstrings being rewritten on another branch")
-                 ] if name in _BEING_REWRITTEN else []
-        params.append(pytest.param(name, id=name, marks=marks))
+        params.append(pytest.param(name, id=name))
     return params
 
 
@@ -138,8 +134,7 @@ def _public_callables() -> list[Any]:
         TrainingPipeline,
     )
 
-    params = [pytest.param(ProfiledTrainingJob, ProfiledTrainingJob.__init__, id="ProfiledTrainingJob", marks=[
-        pytest.mark.xfail(strict=False, reason="its prop docs are being rewritten on another branch (issue 11 item 3)")])]
+    params = [pytest.param(ProfiledTrainingJob, ProfiledTrainingJob.__init__, id="ProfiledTrainingJob")]
     params += [pytest.param(c, c.__init__, id=c.__name__) for c in (
         RuleEvaluator, RuleAlarm, TrainingDashboard, TrainingPipeline, ProfilerRuleSet, Sampler)]
     params += [pytest.param(TrainingJobs, getattr(TrainingJobs, name), id=f"TrainingJobs.{name}")

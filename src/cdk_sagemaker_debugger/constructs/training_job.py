@@ -231,7 +231,7 @@ class ProfiledTrainingJob(Construct):
       Debugger member. ``sampler`` (default ``Sampler(interval_millis=500)``) is delivered to every container as an
       input channel and started through ``PYTHONPATH``; it writes Debugger's profiler layout to
       ``<output>/<job>/profiler-output/``. With a ``rule_set`` the job creates :attr:`evaluator`, a
-      :class:`RuleEvaluator` that evaluates the rules from those files (CloudWatch for runs without them), or uses the
+      :class:`cdk_sagemaker_debugger.RuleEvaluator` that evaluates the rules from those files (CloudWatch for runs without them), or uses the
       one passed as ``evaluator=``. ``sampler=None``: no sampler, CloudWatch-only rules.
     * ``RuleEngine.DEBUGGER``: the request the SageMaker Python SDK sends, byte for byte: ``profiler`` (ProfilerConfig)
       and the rule set's ProfilerRuleConfigurations, plus debugger (tensor) rules with their hook, collections and
@@ -291,7 +291,7 @@ class ProfiledTrainingJob(Construct):
         rule_engine: who evaluates the rules (see above). Default: ``RuleEngine.EVALUATOR``.
         sampler: the in-container sampler of RuleEngine.EVALUATOR, or None for none. Default:
             ``Sampler(interval_millis=500)``, left out with a note where it cannot run (algorithms, network isolation).
-        evaluator: a :class:`RuleEvaluator` to use instead of creating one; it must cover this job's family.
+        evaluator: a :class:`cdk_sagemaker_debugger.RuleEvaluator` to use instead of creating one; it must cover this job's family.
             Default: None (a new one with RuleEngine.EVALUATOR and a ``rule_set``).
         debugger_rules: debugger (tensor) rules, RuleEngine.DEBUGGER only; add more with :meth:`add_debugger_rule`.
             Default: none.
@@ -305,8 +305,8 @@ class ProfiledTrainingJob(Construct):
             the value (``AlgorithmSpecification.MetricDefinitions``, at most 40). Default: None.
         enable_sagemaker_metrics_time_series: Default: None.
         retry_attempts: ``RetryStrategy.MaximumRetryAttempts``, 1-30. Default: None (no retries).
-        training_image_config: a :class:`TrainingImageConfig` for a private registry. Default: None.
-        instance_groups: :class:`InstanceGroup` s of a heterogeneous cluster, instead of ``instance_type`` and
+        training_image_config: a :class:`cdk_sagemaker_debugger.TrainingImageConfig` for a private registry. Default: None.
+        instance_groups: :class:`cdk_sagemaker_debugger.InstanceGroup` s of a heterogeneous cluster, instead of ``instance_type`` and
             ``instance_count`` (leave those at their defaults). Default: None.
         keep_alive: warm pool, ``cdk.Duration`` in whole seconds (``KeepAlivePeriodInSeconds``, range from botocore's
             model). Default: None.
@@ -314,8 +314,8 @@ class ProfiledTrainingJob(Construct):
         remote_debug: ``EnableRemoteDebug``. Default: None.
         container_entrypoint: a list of strings. Default: None (the image's own).
         container_arguments: a list of strings. Default: None (the image's own).
-        experiment_config: an :class:`ExperimentConfig`. Default: None.
-        mlflow: an :class:`MlflowConfig`. Default: None.
+        experiment_config: an :class:`cdk_sagemaker_debugger.ExperimentConfig`. Default: None.
+        mlflow: an :class:`cdk_sagemaker_debugger.MlflowConfig`. Default: None.
         session_tag_chaining: ``EnableSessionTagChaining``. Default: None.
         request_overrides: any member no prop sets, deep-merged into AlgorithmSpecification, OutputDataConfig,
             ResourceConfig and StoppingCondition or set whole; members a prop sets are refused. Default: None.
@@ -1561,7 +1561,7 @@ class ProfiledTrainingJob(Construct):
         description: str | None = None,
         cache_expire_after: str | None = None,
     ) -> dict[str, Any]:
-        """A SageMaker Pipelines Training step running this job's request, for :class:`TrainingPipeline`.
+        """A SageMaker Pipelines Training step running this job's request, for :class:`cdk_sagemaker_debugger.TrainingPipeline`.
 
         The step's ``Arguments`` are :meth:`render_request` without ``TrainingJobName`` (Pipelines names each job
         ``pipelines-<execution id>-<step name>-<random>``), checked against CreateTrainingJob in botocore's model with a

@@ -257,7 +257,7 @@ def check_debugger_compatibility(
 ) -> list[str]:
     """Check a training job's Debugger features against its region, instances, distribution and checkpointing.
 
-    Raises :class:`ConfigurationError` (or ``UnsupportedRegionError``) for combinations that cannot work and returns
+    Raises :class:`cdk_sagemaker_debugger.ConfigurationError` (or ``UnsupportedRegionError``) for combinations that cannot work and returns
     warnings for those that work partly. ``region`` None or a token (environment-agnostic stack) skips the region check.
     """
     warnings: list[str] = []
