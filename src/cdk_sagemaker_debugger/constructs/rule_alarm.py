@@ -249,6 +249,8 @@ class RuleAlarm(Construct):
         self.log_group = runtime.log_group
         self.role = runtime.role
         self.handler = runtime.function
+        #: The same function as :attr:`handler`, under the name RuleEvaluator and TrainingDashboard use.
+        self.function = runtime.function
 
     def _create_rules(self) -> None:
         target = targets.LambdaFunction(self.handler, dead_letter_queue=self.dead_letter_queue)

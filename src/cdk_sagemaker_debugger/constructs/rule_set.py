@@ -130,7 +130,7 @@ class ProfilerRuleSet(Construct):
         asset = self._assets.get(rule.name)
         return asset.bucket.arn_for_objects(asset.s3_object_key) if asset is not None else None
 
-    def grant_read_source(self, rule: ProfilerRule, grantee: iam.IGrantable) -> iam.Grant | None:
+    def grant_read_source(self, grantee: iam.IGrantable, rule: ProfilerRule) -> iam.Grant | None:
         """Let ``grantee`` read ``rule``'s uploaded source file, and nothing else in the asset bucket."""
         arn = self.source_object_arn(rule)
         if arn is None:
