@@ -141,8 +141,9 @@ class TensorEvaluation:
         if run.failed:
             return RuleResult(name, invoke, STATUS_ERROR, run.failed, [])
         summary = run.rule.summary if run.rule else ""
-        report = {"RuleTriggered": 1 if run.first_step is not None else 0, "Details": run.findings,
-                  "StepsEvaluated": run.steps, "FirstStep": run.first_step,
+        report = {"RuleTriggered": 1 if run.first_step is not None else 0, "Violations": len(run.findings),
+                  "Details": run.findings,
+                  "Datapoints": run.steps, "FirstStep": run.first_step,
                   "RuleParameters": "\n".join(f"{k}:{v}" for k, v in (run.rule.p if run.rule else {}).items())}
         if run.first_step is not None:
             sub = SubRuleResult(invoke, STATUS_ISSUES, "; ".join(run.findings[:3]), report, summary)
