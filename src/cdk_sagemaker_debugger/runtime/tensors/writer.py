@@ -1,6 +1,7 @@
 """The collector's background writer: JSON lines to a local file, then (optionally) an upload; counters in a status.
 
-The training thread only puts a step's records on a short queue. A full queue drops that step (counted), a full disk
+The training thread only puts a step's records on a bounded queue; the writer writes every queued step before it
+uploads (uploads wait while steps come in quickly, e.g. on the first steps). A full queue drops that step (counted), a full disk
 budget drops the step's file (counted), an upload failure keeps the file for the next try (counted): the training
 never waits on the disk or the network. ``close()`` gives the queue a bounded time at interpreter exit.
 """
@@ -13,7 +14,7 @@ import time
 
 from . import layout
 
-QUEUE_STEPS = 8
+QUEUE_STEPS = 64
 #: Local bytes not yet uploaded above which new step files are dropped (never fill the training's disk).
 MAX_LOCAL_BYTES = 256 * 1024 * 1024
 CLOSE_TIMEOUT_S = 10.0
@@ -64,7 +65,7 @@ class Writer:
         self.keep_local = keep_local or sink is None
         self.status = Status(node, rank)
         self.queue = queue.Queue(QUEUE_STEPS)
-        self.unsent = []  # relative paths whose upload failed
+        self.unsent = []  # relative paths written and not uploaded yet
         self.local_bytes = 0
         self.thread = None
         self.closed = False
@@ -89,6 +90,8 @@ class Writer:
                 self._write(*item)
             except Exception as exc:  # a full or read-only disk: counted, the next step tries again
                 self.status.fail("write", f"{type(exc).__name__}: {exc}")
+            if self.queue.empty():
+                self._send(list(self.unsent))
 
     def _write(self, step, records):
         data = "".join(json.dumps(r, separators=(",", ":"), allow_nan=False) + "\n" for r in records).encode()
@@ -101,7 +104,7 @@ class Writer:
         self.local_bytes += len(data)
         self.status.add("files")
         self.status.set("last_step", step)
-        self._send([*self.unsent, relative])
+        self.unsent.append(relative)
 
     def _send(self, relatives):
         self.unsent = []
