@@ -79,7 +79,9 @@ def stop(timeout=CLOSE_TIMEOUT_S):
         if collector is not None:
             collector.stop()
         if writer is not None:
-            writer.close(timeout)
+            # a process that never stepped an optimizer (torchrun's launcher, a data loader worker) writes nothing
+            stepped = collector is None or collector.optimizer_id is not None or collector.stopped_by_failure
+            writer.close(timeout, write_status=stepped)
         return True
     except Exception as exc:
         say_once("stop", f"stop() failed: {type(exc).__name__}: {exc}")

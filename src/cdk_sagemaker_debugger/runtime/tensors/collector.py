@@ -65,6 +65,7 @@ class Collector:
         self.seen = {"images": 0, "labels": 0}
         self.embedding = None
         self.stopped = False
+        self.stopped_by_failure = False
         self.activations = any(key in config for key in ACTIVATION_COLLECTIONS)
 
     # ---- lifecycle
@@ -95,11 +96,17 @@ class Collector:
             self.stopped = True
             self.remove_hooks()
             if reason:
+                self.stopped_by_failure = True
                 self.writer.status.fail("collector", reason)
 
     def _guard(self, function):
+        compiler = getattr(self.torch, "compiler", None)
+        compiling = getattr(compiler, "is_compiling", None) or (lambda: False)
+
         def hook(*args, **kwargs):
-            if self.stopped:
+            # Inside torch.compile's tracing the hook is a no-op (checked first, so nothing else is traced): the graph
+            # stays whole and the compiled code records nothing (docs/tensor-rules.md, torch.compile).
+            if compiling() or self.stopped:
                 return None
             try:
                 function(*args, **kwargs)

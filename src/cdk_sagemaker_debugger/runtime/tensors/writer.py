@@ -126,7 +126,7 @@ class Writer:
                 except OSError:
                     pass
 
-    def close(self, timeout=CLOSE_TIMEOUT_S):
+    def close(self, timeout=CLOSE_TIMEOUT_S, write_status=True):
         """Write what is queued and the status file, waiting at most ``timeout`` seconds; never raises."""
         if self.closed:
             return
@@ -138,6 +138,8 @@ class Writer:
                 self.thread.join(max(0.0, deadline - time.monotonic()))
             if self.thread is None or not self.thread.is_alive():
                 self._send(list(self.unsent))
+            if not write_status:
+                return
             relative = layout.status_file(self.node, self.rank)
             self.status.set("closed", time.time())
             write_atomic(os.path.join(self.local_dir, relative), self.status.to_json())
