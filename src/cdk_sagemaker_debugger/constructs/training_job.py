@@ -35,6 +35,7 @@ from ..model.errors import ConfigurationError, ConfigurationTypeError, Unsupport
 from ..model.frameworks import FrameworkInfo, parse_training_image
 from ..model.images import DEBUGGER_UNSUPPORTED_REGIONS, partition_of
 from ..model.job_family import job_name_pattern
+from ..model.evaluator_tensor_rules import EvaluatorTensorRule
 from ..model.metric_rules import MetricRule, check_metric_names
 from ..model.parameters import is_token
 from ..model.pipeline_definition import PIPELINE_JOB_NAME_PREFIX, training_step
@@ -72,6 +73,7 @@ from ._common import (
     whole_seconds,
 )
 from .family import TrainingJobs
+from ._tensor_rules import EvaluatorTensorRules
 from .rule_set import ProfilerRuleSet
 from .sampler import Sampler
 
@@ -650,8 +652,11 @@ class ProfiledTrainingJob(Construct):
         self._debugger_rule_sources: dict[Rule, s3_assets.Asset] = {}
         self._warnings: set[str] = set()
         given_rules = () if debugger_rules is None else debugger_rules
+        self._tensor_rules = EvaluatorTensorRules()
         checked = self._check_debugger(given_rules)
         self._debugger_rules.extend(given_rules)
+        if self.rule_engine is RuleEngine.EVALUATOR:
+            self._tensor_rules.add(self, given_rules)
         for rule in self._debugger_rules:
             self._upload_rule_source(rule)
         return checked
@@ -800,6 +805,8 @@ class ProfiledTrainingJob(Construct):
         limit, a collection agreement or a guard rail; otherwise uploads its local source and grants what it needs."""
         checked = self._check_debugger([*self._debugger_rules, rule])
         self._debugger_rules.append(rule)
+        if self.rule_engine is RuleEngine.EVALUATOR:
+            self._tensor_rules.add(self, [rule])
         self._upload_rule_source(rule)
         self._grant_debugger_rule_needs([rule], checked.permissions)
         return rule
@@ -882,6 +889,7 @@ class ProfiledTrainingJob(Construct):
                 channels.append(self.sampler.channel(self.sampler_bundle))
                 environment = dict(environment or {})
                 environment.update(self.sampler.environment(self.sampler_bundle, self.profiler_s3_uri, environment))
+                environment.update(self._tensor_rules.environment())
         return assemble_request(self.request_members.apply(
             {
                 "TrainingJobName": job_name or example_job_name(self.job_name_prefix),
@@ -1033,7 +1041,7 @@ class ProfiledTrainingJob(Construct):
         """Render the Debugger members for ``rules`` and run the guard rails. Raises before anything changes; on
         success records the warnings as annotations."""
         if self.rule_engine is RuleEngine.EVALUATOR:
-            self._refuse_debugger_features(rules)
+            return self._tensor_rules.check(self, rules)
         checked = self._render_debugger(rules)
         compatibility = self._check_compatibility(rules)
         for message in checked.warnings:
@@ -1176,7 +1184,7 @@ class ProfiledTrainingJob(Construct):
             check_metric_names(rule, names, where=self._where)  # type: ignore[arg-type]
 
     def _refuse_custom_rule(self, rule: ProfilerRule) -> None:
-        if isinstance(rule, MetricRule):
+        if isinstance(rule, (MetricRule, EvaluatorTensorRule)):
             return
         if rule.rule_to_invoke != PROFILER_REPORT and rule.rule_to_invoke not in PROFILER_RULE_SPECS:
             raise ConfigurationError(
@@ -1199,6 +1207,7 @@ class ProfiledTrainingJob(Construct):
         self._allow({"Effect": "Allow", "Action": "s3:PutObject", "Resource": uploads})
         self._acknowledge({f"Resource::{uploads}": "The sampler uploads each run's profiler files to "
                            "<job>/profiler-output/, whose job name is generated per run; scoped to this prefix."})
+        self._tensor_rules.grant_uploads(self)
 
     def _attach_evaluator(self, evaluator: Any) -> Any:
         from .rule_evaluator import RuleEvaluator  # the evaluator construct imports this module
