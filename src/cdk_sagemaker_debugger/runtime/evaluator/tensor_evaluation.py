@@ -1,6 +1,6 @@
 """The tensor rules of one job: read the collector's step files once, combine each step, judge the steps in order.
 
-A step is judged once every process that records has written a later step (or the job ended), so the partial sums
+A step is judged once every process that records has written it or a later step (or the job ended), so the partial sums
 of FSDP shards are complete when a rule sees them. Its whole state is JSON, so the Lambda continues where it stopped.
 """
 
@@ -124,7 +124,7 @@ class TensorEvaluation:
     def _judge(self, final: bool) -> None:
         horizon = math.inf if final else min(self.latest.values(), default=-1)
         for step in sorted(self.pending):
-            if step >= horizon:
+            if step > horizon:  # some process has not written this step yet (its files are whole: written, renamed)
                 break
             files = [((node, rank), records) for node, rank, records in self.pending.pop(step)]
             data = combine(step, files, self.stats)
