@@ -96,3 +96,13 @@ def test_metric_rules_and_tensor_rules_share_the_job_rule_set():
         debugger_rules=[debugger_rules.ExplodingTensor(only_nan=True)])
     assert [r["rule_to_invoke"] for r in evaluator_rules(Template.from_stack(stack))] == ["Overtraining",
                                                                                         "ExplodingTensor"]
+
+
+def test_docs_engine_table_is_generated_from_the_model():
+    import re
+
+    from helpers import ROOT
+
+    doc = (ROOT / "docs" / "debugger-rules.md").read_text()
+    match = re.search(r"<!-- engine-table:start -->\n(.*?)\n<!-- engine-table:end -->", doc, re.DOTALL)
+    assert match is not None and match.group(1) == evaluator_tensor_rules.rule_table_markdown()

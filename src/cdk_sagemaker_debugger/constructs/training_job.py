@@ -32,10 +32,10 @@ from ..model.debugger_request import DebuggerRequest, render_debugger_request, r
 from ..model.debugger_rules import CustomRule, Rule, RulePermissions
 from ..model.distribution import DebuggerFeatures, Distribution, check_debugger_compatibility, is_trainium
 from ..model.errors import ConfigurationError, ConfigurationTypeError, UnsupportedRegionError
+from ..model.evaluator_tensor_rules import EvaluatorTensorRule
 from ..model.frameworks import FrameworkInfo, parse_training_image
 from ..model.images import DEBUGGER_UNSUPPORTED_REGIONS, partition_of
 from ..model.job_family import job_name_pattern
-from ..model.evaluator_tensor_rules import EvaluatorTensorRule
 from ..model.metric_rules import MetricRule, check_metric_names
 from ..model.parameters import is_token
 from ..model.pipeline_definition import PIPELINE_JOB_NAME_PREFIX, training_step
@@ -72,8 +72,8 @@ from ._common import (
     rule_image_repository_arn,
     whole_seconds,
 )
-from .family import TrainingJobs
 from ._tensor_rules import EvaluatorTensorRules
+from .family import TrainingJobs
 from .rule_set import ProfilerRuleSet
 from .sampler import Sampler
 

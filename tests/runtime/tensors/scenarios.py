@@ -27,7 +27,7 @@ def blobs(n: int, classes: int = 2, minority: float | None = None, dim: int = 16
 
 def mlp(widths: list[int], activation: type[nn.Module] = nn.ReLU) -> nn.Sequential:
     layers: list[nn.Module] = []
-    for a, b in zip(widths[:-2], widths[1:-1]):
+    for a, b in zip(widths[:-2], widths[1:-1], strict=False):
         layers += [nn.Linear(a, b), activation()]
     layers.append(nn.Linear(widths[-2], widths[-1]))
     return nn.Sequential(*layers)

@@ -136,3 +136,13 @@ def test_a_bad_configuration_is_one_line_on_stderr_and_training_runs(tmp_path: P
                             text=True, timeout=120)
     assert result.returncode == 0 and result.stdout == "trained\n"
     assert result.stderr.count("\n") == 1 and "save_interval must be an integer" in result.stderr
+
+
+def test_the_collector_runs_on_python_38():
+    """It ships in the sampler bundle, into training images as old as the sampler supports."""
+    pytest.importorskip("vermin", reason="vermin is not installed (pip install vermin to run this check)")
+    package = Path(api.__file__).parent
+    result = subprocess.run([sys.executable, "-c", "import sys, vermin; sys.exit(vermin.main())", "-t=3.8-",
+                             "--no-tips", "--eval-annotations", "--violations", str(package)], capture_output=True,
+                            text=True)
+    assert result.returncode == 0, result.stdout + result.stderr

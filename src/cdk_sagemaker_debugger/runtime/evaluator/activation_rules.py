@@ -106,7 +106,7 @@ class CheckInputImages(TensorRule):
                 continue
             total["images"] += record.get("images", 0)
             total["n"] += record["n"]
-            total["sums"] = [a + b for a, b in zip(total["sums"], record["sums"])]
+            total["sums"] = [a + b for a, b in zip(total["sums"], record["sums"], strict=True)]
             if total["images"] < samples or not total["n"]:
                 continue
             self.checked += 1
@@ -153,7 +153,7 @@ class NLPSequenceRatio(TensorRule):
             if not record.get("n"):
                 continue
             self.checked += 1
-            for token, limit in zip(tokens, limits):
+            for token, limit in zip(tokens, limits, strict=True):
                 if token not in recorded:
                     raise RuleConfigError(f"{self.configuration_name}: token {token:g} was not recorded (the job "
                                           f"counted {recorded}); configure the job with this rule's token_values")

@@ -34,12 +34,12 @@ class _Labels(TensorRule):
             classes = int(record["classes"])
             if pairs is None or classes == self.classes:
                 self.classes = classes
-                pairs = record["pairs"] if pairs is None else [a + b for a, b in zip(pairs, record["pairs"])]
+                pairs = record["pairs"] if pairs is None else [a + b for a, b in zip(pairs, record["pairs"], strict=True)]
         if pairs is None:
             return False
         if self.total is not None and len(self.total) != len(pairs):
             self.setup()  # the number of classes changed: start again
-        self.total = pairs if self.total is None else [a + b for a, b in zip(self.total, pairs)]
+        self.total = pairs if self.total is None else [a + b for a, b in zip(self.total, pairs, strict=True)]
         self.recent.append(pairs)
         while len(self.recent) > 1 and sum(map(sum, self.recent[1:])) >= self.window():
             self.recent.pop(0)
@@ -50,7 +50,7 @@ class _Labels(TensorRule):
         return [flat[i * c:(i + 1) * c] for i in range(c)]
 
     def recent_matrix(self) -> list[list[float]]:
-        flat = [sum(values) for values in zip(*self.recent)]
+        flat = [sum(values) for values in zip(*self.recent, strict=True)]
         return self.matrix(flat)
 
     def to_state(self) -> dict[str, Any]:

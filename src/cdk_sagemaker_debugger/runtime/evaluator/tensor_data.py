@@ -77,7 +77,7 @@ def parse_step_lines(data: bytes, key: str, stats: ParseStats) -> list[dict[str,
 def _add_lists(into: list[float], more: list[float]) -> list[float]:
     if len(into) != len(more):
         raise ValueError(f"lists of {len(into)} and {len(more)} numbers")
-    return [a + b for a, b in zip(into, more)]
+    return [a + b for a, b in zip(into, more, strict=True)]
 
 
 def _merge(into: dict[str, Any], record: dict[str, Any]) -> None:

@@ -9,7 +9,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from .activation_rules import CheckInputImages, DeadRelu, NLPSequenceRatio, PoorWeightInitialization, SaturatedActivation
+from .activation_rules import (
+    CheckInputImages,
+    DeadRelu,
+    NLPSequenceRatio,
+    PoorWeightInitialization,
+    SaturatedActivation,
+)
 from .engine import (
     STATUS_ERROR,
     STATUS_IN_PROGRESS,
@@ -26,8 +32,15 @@ from .readers import ParseStats
 from .rules import RuleConfigError
 from .storage import Store
 from .tensor_data import combine, parse_step_lines, step_of
-from .tensor_rules import AllZero, ExplodingTensor, TensorRule, TensorVariance, UnchangedTensor, VanishingGradient, \
-    WeightUpdateRatio
+from .tensor_rules import (
+    AllZero,
+    ExplodingTensor,
+    TensorRule,
+    TensorVariance,
+    UnchangedTensor,
+    VanishingGradient,
+    WeightUpdateRatio,
+)
 
 #: The debugger rules the evaluator runs on the tensor collector's files, by rule_to_invoke.
 TENSOR_RULES: dict[str, type[TensorRule]] = {cls.name: cls for cls in (
