@@ -79,6 +79,9 @@ def parse_rule_option(option: str) -> RuleConfig:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise UsageError(f"--rule {option!r}: {item!r} is not param=value (e.g. {name}:patience=100,window=60).")
+        if key.strip() in params:
+            raise UsageError(f"--rule {option!r}: {key.strip()} is given twice ({key.strip()}={params[key.strip()]!r} "
+                             f"and {item}); give each parameter once.")
         params[key.strip()] = coerce_parameter(value)
     try:
         rule = from_name(name, **params)
