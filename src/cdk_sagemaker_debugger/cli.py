@@ -164,6 +164,8 @@ def evaluate_training_job(job: str, configs: list[RuleConfig], aws: AwsClients, 
     found = find_job_data(job, aws)
     if found.store is not None:
         if note:
+            for unreadable in found.unreadable:
+                note.write(f"{job}: could not read {unreadable}; trying the next location\n")
             note.write(f"{job}: reading the profiler data at {found.store.describe()}\n")
         evaluator = evaluate_store(found.store, configs, progress=progress)
         return Evaluation(evaluator, evaluator.results(final=True), found.store.describe())
