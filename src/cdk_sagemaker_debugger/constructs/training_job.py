@@ -60,6 +60,7 @@ from ..model.training_request import (
     normalize_string_map,
 )
 from ..runtime.sampler import contract as sampler_contract
+from ._coarse_sampling import warn_about_coarse_sampling
 from ._common import (
     EVALUATOR_REPORT_FOLDER,
     EVALUATOR_STATE_FILE,
@@ -605,6 +606,7 @@ class ProfiledTrainingJob(Construct):
         self.framework = parse_training_image(self.training_image)
         self._check_profiler_features()
         self.sampler = self._choose_sampler(sampler)
+        warn_about_coarse_sampling(self)
 
     def _create_output_location(self, output_bucket: s3.IBucket | None, output_kms_key: kms.IKey | None,
                                 output_prefix: str) -> None:
