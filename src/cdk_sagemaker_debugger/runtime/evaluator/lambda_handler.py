@@ -495,7 +495,7 @@ def status_time(run: JobRun, description: dict[str, Any]) -> float:
 def commit_and_deliver(run: JobRun, stored: StoredState, description: dict[str, Any], settings: Settings,
                        clients: Clients, bucket: str) -> dict[str, Any]:
     """Commit the state with the events and reports it owes (an outbox), then deliver them and clear the outbox."""
-    job, evaluator, state, etag = run.job, run.evaluator, run.state, stored.etag
+    job, state, etag = run.job, run.state, stored.etag
     results = run.results
     data_time = status_time(run, description)
     published: dict[str, str] = state.setdefault("published", {})
