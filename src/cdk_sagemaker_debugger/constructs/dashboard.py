@@ -24,12 +24,13 @@ from ..model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_RE
 from ..model.rule_engine import RuleEngine
 from ..runtime.evaluator.cloudwatch import instance_devices, known_without_gpu
 from ._alarm_actions import AlarmActions
-from ._common import RuntimeFunction, acknowledge_wildcards, concrete_region, runtime_function
-from .family import TrainingJobs, check_training_jobs
+from ._cdk.images import concrete_region
+from ._cdk.lambda_function import RuntimeFunction, runtime_function
+from ._cdk.nag import acknowledge_wildcards
+from .family import TrainingJobs, check_training_jobs, family_metric
 from .rule_alarm import RuleAlarm
 from .rule_evaluator import METRIC_NAME as RULE_METRIC_NAME
 from .rule_evaluator import RuleEvaluator
-from .training_job import family_metric
 
 __all__ = ["TrainingDashboard", "rule_thresholds"]
 

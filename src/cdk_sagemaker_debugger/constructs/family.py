@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
@@ -48,12 +49,16 @@ from ..model.contract import (
 )
 from ..model.errors import ConfigurationError, ConfigurationTypeError
 from ..model.job_family import check_job_name_prefix, check_pipeline_name, check_tag, job_name_pattern
-from ._common import check_kind, concrete_region, key_prefix
+from ._cdk.checks import check_kind, key_prefix
+from ._cdk.images import concrete_region
 
 if TYPE_CHECKING:  # pragma: no cover
     from .training_job import ProfiledTrainingJob
 
-__all__ = ["TrainingJobs"]
+__all__ = ["TrainingJobs", "family_metric", "TRAINING_NAMESPACE"]
+
+#: The CloudWatch namespace of SageMaker's training-job metrics.
+TRAINING_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 
 _BUCKET = "an s3.IBucket such as s3.Bucket.from_bucket_name(stack, 'Out', 'my-bucket')"
 
@@ -245,6 +250,24 @@ class TrainingJobs:
         """The ``detail`` filter on ``TrainingJobName`` for this library's own events (empty without a prefix)."""
         return {"TrainingJobName": [{"prefix": self.job_name_prefix}]} if self.job_name_prefix else {}
 
+    def metric(self, metric_name: str, *, job_name: str | None = None, host: str = "algo-1",
+               statistic: str = "Average", period: cdk.Duration | None = None,
+               label: str | None = None) -> cloudwatch.IMetric:
+        """A metric of ``/aws/sagemaker/TrainingJobs`` for one job's host, or for every job of the family's prefix.
+
+        With ``job_name`` the metric has the ``Host=<job_name>/<host>`` dimension (alarm-ready). Without it, a SEARCH
+        expression collects the metric of every job whose name starts with the prefix (for dashboards).
+
+        :param metric_name: SageMaker's metric, such as ``GPUUtilization``.
+        :param job_name: one job's name. Default: None (every job of the family).
+        :param host: the host of ``job_name``. Default: ``"algo-1"``.
+        :param statistic: Default: ``"Average"``.
+        :param period: Default: one minute.
+        :param label: Default: None (the metric's name and the prefix).
+        """
+        return family_metric(self.job_name_prefix, metric_name, job_name=job_name, host=host, statistic=statistic,
+                             period=period, label=label)
+
     @property
     def environment(self) -> dict[str, str]:
         """What a function needs to apply the family at run time."""
@@ -276,6 +299,38 @@ class TrainingJobs:
                 f"{what} is in {here}, but the training job {self.training_job.node.path} runs in {there}; it would "
                 f"never hear of the job's runs (SageMaker's events and job listings stay in the job's region). Create "
                 f"it in a stack in {there}.", where=scope.node.path, field="training_jobs", value=there)
+
+
+def family_metric(
+    job_name_prefix: str,
+    metric_name: str,
+    *,
+    job_name: str | None = None,
+    host: str = "algo-1",
+    statistic: str = "Average",
+    period: cdk.Duration | None = None,
+    label: str | None = None,
+) -> cloudwatch.IMetric:
+    """A metric of ``/aws/sagemaker/TrainingJobs`` for one job's host, or for every job whose name starts with
+    ``job_name_prefix`` (see :meth:`TrainingJobs.metric`)."""
+    period = period or cdk.Duration.minutes(1)
+    if job_name is not None:
+        return cloudwatch.Metric(
+            namespace=TRAINING_NAMESPACE,
+            metric_name=metric_name,
+            dimensions_map={"Host": f"{job_name}/{host}"},
+            statistic=statistic,
+            period=period,
+            label=label,
+        )
+    # An unquoted value is a partial (token) match in CloudWatch search; a quoted one would have to equal the whole
+    # Host value "<job>/algo-<n>" and would match nothing.
+    search = (
+        f"SEARCH('{{{TRAINING_NAMESPACE},Host}} MetricName=\"{metric_name}\" "
+        f"Host={job_name_prefix.rstrip('-')}', '{statistic}', {int(period.to_seconds())})"
+    )
+    return cloudwatch.SearchExpression(expression=search, label=label or f"{metric_name} {job_name_prefix}*",
+                                       period=period)
 
 
 def check_training_jobs(value: object, *, where: str) -> TrainingJobs:

@@ -18,7 +18,8 @@ from ..model.pipeline_definition import (
     check_pipeline_name,
     pipeline_definition,
 )
-from ._common import LazyPath, acknowledge_wildcards
+from ._cdk.lazy import LazyPath
+from ._cdk.nag import acknowledge_wildcards
 
 __all__ = ["TrainingPipeline"]
 

@@ -27,16 +27,10 @@ from ..model.contract import STATUS_CHANGE_DETAIL_TYPE as EVALUATOR_DETAIL_TYPE
 from ..model.errors import ConfigurationError, ConfigurationTypeError, did_you_mean
 from ..model.parameters import is_token
 from ._alarm_actions import AlarmActions
-from ._common import (
-    EVALUATOR_REPORT_FOLDER,
-    EVALUATOR_SUMMARY_FILE,
-    acknowledge_wildcards,
-    check_kind,
-    check_log_retention,
-    check_reserved_concurrency,
-    runtime_function,
-    whole_seconds,
-)
+from ._cdk.checks import check_kind, check_log_retention, check_reserved_concurrency, whole_seconds
+from ._cdk.lambda_function import runtime_function
+from ._cdk.layout import EVALUATOR_REPORT_FOLDER, EVALUATOR_SUMMARY_FILE
+from ._cdk.nag import acknowledge_wildcards
 from .event_bus import verdict_bus
 from .family import TrainingJobs, check_training_jobs
 

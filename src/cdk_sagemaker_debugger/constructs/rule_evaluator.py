@@ -21,18 +21,11 @@ from ..model.metric_rules import is_metric_rule
 from ..model.parameters import is_token
 from ..model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
 from ..model.profiler_rules import ProfilerReport, ProfilerRule
-from ._common import (
-    EVALUATOR_REPORT_FOLDER,
-    EVALUATOR_STATE_FILE,
-    LazyPath,
-    acknowledge_wildcards,
-    check_kind,
-    check_log_retention,
-    check_reserved_concurrency,
-    lazy_string,
-    runtime_function,
-    whole_seconds,
-)
+from ._cdk.checks import check_kind, check_log_retention, check_reserved_concurrency, whole_seconds
+from ._cdk.lambda_function import runtime_function
+from ._cdk.layout import EVALUATOR_REPORT_FOLDER, EVALUATOR_STATE_FILE
+from ._cdk.lazy import LazyPath, lazy_string
+from ._cdk.nag import acknowledge_wildcards
 from .event_bus import allow_verdict_publisher, verdict_bus
 from .family import TrainingJobs, check_training_jobs
 from .rule_set import ProfilerRuleSet
