@@ -333,6 +333,8 @@ class ProfiledTrainingJob(Construct):
         self.log_group, self.state_machine = launch.log_group, launch.state_machine
         props.StackValidation.register(self)
         self.evaluator = self._engine.attach(evaluator)
+        if "training_jobs" in self.__dict__:  # the family was taken before the evaluator existed
+            self.training_jobs.origin.evaluator = self.evaluator  # type: ignore[union-attr]
         self._findings.flush()
         self.deploy_trigger = start_on_deploy(self) if run_on_deploy else None
 

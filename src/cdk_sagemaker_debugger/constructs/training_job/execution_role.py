@@ -14,7 +14,7 @@ from ._shared import ecr_repository_arns
 from .channels import S3_URI
 
 if TYPE_CHECKING:  # pragma: no cover
-    from . import ProfiledTrainingJob
+    from ._parts import JobParts
 
 __all__ = ["ExecutionPolicy"]
 
@@ -31,7 +31,7 @@ class ExecutionPolicy:
     role's one inline policy (one call into the CDK instead of two per statement); statements for rules added later go
     to the role's default policy. With a role the user passed, nothing is granted."""
 
-    def __init__(self, job: ProfiledTrainingJob) -> None:
+    def __init__(self, job: JobParts) -> None:
         self._job = job
         self._pending: list[dict[str, Any]] | None = None
         self._image_pull: dict[str, Any] | None = None

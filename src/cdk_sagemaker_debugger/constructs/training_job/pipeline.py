@@ -8,15 +8,15 @@ from typing import TYPE_CHECKING, Any
 from ...model.pipeline_definition import training_step
 
 if TYPE_CHECKING:  # pragma: no cover
-    from . import ProfiledTrainingJob
+    from ._parts import JobParts
 
 __all__ = ["pipeline_step"]
 
 
-def pipeline_step(job: ProfiledTrainingJob, name: str, *, depends_on: Sequence[str] | None = None,
+def pipeline_step(job: JobParts, name: str, *, depends_on: Sequence[str] | None = None,
                   display_name: str | None = None, description: str | None = None,
                   cache_expire_after: str | None = None) -> dict[str, Any]:
-    """The step of :meth:`ProfiledTrainingJob.pipeline_step` (documented there)."""
+    """The step of ``ProfiledTrainingJob.pipeline_step`` (documented there)."""
     step = training_step(name, job.render_request(), depends_on=depends_on, display_name=display_name,
                          description=description, cache_expire_after=cache_expire_after, where=job._where)
     dropped = sorted(set(job.request_members.top.get("ExperimentConfig", {})) - {"TrialComponentDisplayName"})

@@ -24,17 +24,17 @@ from ..rule_set import ProfilerRuleSet
 from ._shared import ECR_IMAGE, WARNING_PREFIX
 
 if TYPE_CHECKING:  # pragma: no cover
-    from . import ProfiledTrainingJob
+    from ._parts import JobParts
 
 __all__ = ["StackValidation", "check_identity", "check_profiler", "check_rule_set", "check_distribution",
            "check_stopping_condition", "check_dependent_props", "subnet_kwargs"]
 
 _EXAMPLE_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 # Every job of an app by lower-cased job-name prefix (ARNs are lower case), to warn about prefixes that overlap.
-_PREFIXES: weakref.WeakKeyDictionary[Any, list[ProfiledTrainingJob]] = weakref.WeakKeyDictionary()
+_PREFIXES: weakref.WeakKeyDictionary[Any, list[JobParts]] = weakref.WeakKeyDictionary()
 
 
-def check_identity(job: ProfiledTrainingJob, *, job_name_prefix: str, training_image: object,
+def check_identity(job: JobParts, *, job_name_prefix: str, training_image: object,
                    algorithm_name: object, output_prefix: object, training_input_mode: str, instance_type: str,
                    instance_count: int, volume_size_in_gb: int) -> None:
     """What the job is and what it runs on: checked before anything else. Warns about an image in another region than
@@ -64,7 +64,7 @@ def check_identity(job: ProfiledTrainingJob, *, job_name_prefix: str, training_i
     check_instance(instance_type, instance_count, volume_size_in_gb, where=where)
 
 
-def _warn_about_image_region(job: ProfiledTrainingJob, image: str) -> None:
+def _warn_about_image_region(job: JobParts, image: str) -> None:
     match = ECR_IMAGE.match(image) if not is_token(image) else None
     region = job._region
     if match is None or region is None or match["region"] == region:
@@ -79,7 +79,7 @@ def _warn_about_image_region(job: ProfiledTrainingJob, image: str) -> None:
     )
 
 
-def _warn_about_shared_prefix(job: ProfiledTrainingJob, prefix: str) -> None:
+def _warn_about_shared_prefix(job: JobParts, prefix: str) -> None:
     """Warn when another job of the same stack, or of a stack in the same region, has this prefix (ARNs ignore case),
     or one whose runs this one's cover. Jobs in other regions, or where a region is unknown, cannot be compared."""
     known = _PREFIXES.setdefault(job.node.root, [])
@@ -104,7 +104,7 @@ def _warn_about_shared_prefix(job: ProfiledTrainingJob, prefix: str) -> None:
     known.append(job)
 
 
-def check_profiler(job: ProfiledTrainingJob, profiler: Any, instance_type: str) -> ProfilerConfig:
+def check_profiler(job: JobParts, profiler: Any, instance_type: str) -> ProfilerConfig:
     """Debugger's profiler as the rule engine decides (defaulted, or refused by RuleEngine.EVALUATOR)."""
     profiler = job._engine.profiler(profiler, instance_type)
     if not isinstance(profiler, ProfilerConfig):
@@ -114,7 +114,7 @@ def check_profiler(job: ProfiledTrainingJob, profiler: Any, instance_type: str) 
     return profiler
 
 
-def check_rule_set(job: ProfiledTrainingJob, rule_set: Any) -> ProfilerRuleSet | None:
+def check_rule_set(job: JobParts, rule_set: Any) -> ProfilerRuleSet | None:
     """A ProfilerRuleSet (a dict or a list of rules gets a hint how to wrap it), as the rule engine needs it."""
     if rule_set is not None and not isinstance(rule_set, ProfilerRuleSet):
         raise ConfigurationTypeError(
@@ -125,7 +125,7 @@ def check_rule_set(job: ProfiledTrainingJob, rule_set: Any) -> ProfilerRuleSet |
     return rule_set
 
 
-def check_distribution(job: ProfiledTrainingJob, distribution: Any) -> Distribution | None:
+def check_distribution(job: JobParts, distribution: Any) -> Distribution | None:
     if distribution is not None and not isinstance(distribution, Distribution):
         hint = (" Convert the SageMaker SDK's dict with Distribution.from_sdk({...})."
                 if isinstance(distribution, Mapping) else "")
@@ -135,7 +135,7 @@ def check_distribution(job: ProfiledTrainingJob, distribution: Any) -> Distribut
     return distribution
 
 
-def check_stopping_condition(job: ProfiledTrainingJob, max_runtime: cdk.Duration | None,
+def check_stopping_condition(job: JobParts, max_runtime: cdk.Duration | None,
                              max_wait: cdk.Duration | None, use_spot_instances: bool) -> dict[str, Any]:
     """StoppingCondition in whole seconds (one day unless given), within the limits spot training sets."""
     where = job._where
@@ -149,7 +149,7 @@ def check_stopping_condition(job: ProfiledTrainingJob, max_runtime: cdk.Duration
     return stopping
 
 
-def check_dependent_props(job: ProfiledTrainingJob, checkpoint_s3_uri: str | None, checkpoint_local_path: str | None,
+def check_dependent_props(job: JobParts, checkpoint_s3_uri: str | None, checkpoint_local_path: str | None,
                           vpc: ec2.IVpc | None, vpc_subnets: ec2.SubnetSelection | None,
                           security_groups: Sequence[ec2.ISecurityGroup] | None) -> None:
     """Props that mean nothing without another: a local checkpoint path without its S3 copy, subnets and security
@@ -177,10 +177,10 @@ class StackValidation:
     _by_stack: weakref.WeakKeyDictionary[cdk.Stack, StackValidation] = weakref.WeakKeyDictionary()
 
     def __init__(self) -> None:
-        self._jobs: list[ProfiledTrainingJob] = []
+        self._jobs: list[JobParts] = []
 
     @classmethod
-    def register(cls, job: ProfiledTrainingJob) -> None:
+    def register(cls, job: JobParts) -> None:
         validation = cls._by_stack.get(job._stack)
         if validation is None:
             validation = cls._by_stack[job._stack] = cls()

@@ -20,7 +20,7 @@ from .._cdk.lazy import lazy_any
 from ._shared import CONSTANTS, PSEUDO
 
 if TYPE_CHECKING:  # pragma: no cover
-    from . import ProfiledTrainingJob
+    from ._parts import JobParts
 
 __all__ = ["Launch", "create_launch", "start_on_deploy"]
 
@@ -42,7 +42,7 @@ class Launch:
     state_machine: sfn.StateMachine
 
 
-def create_launch(job: ProfiledTrainingJob) -> Launch:
+def create_launch(job: JobParts) -> Launch:
     """The state machine that names each run and starts its job; the request is rendered lazily, at synth, so
     rules added later are in it."""
     launch_state = sfn.CustomState(
@@ -80,7 +80,7 @@ def create_launch(job: ProfiledTrainingJob) -> Launch:
     return Launch(naming_state, launch_state, log_group, state_machine)
 
 
-def _naming_state(job: ProfiledTrainingJob) -> sfn.CustomState:
+def _naming_state(job: JobParts) -> sfn.CustomState:
     """Name the run once (a Pass state); the job and the Debugger rules that act on it read the name there."""
     name = f"States.Format('{job.job_name_prefix}-{{}}{{}}', {_UUID_PART.format(0)}, {_UUID_PART.format(4)})"
     return sfn.CustomState(job, "NameTrainingJob", state_json={
@@ -91,7 +91,7 @@ def _naming_state(job: ProfiledTrainingJob) -> sfn.CustomState:
     })
 
 
-def state_parameters(job: ProfiledTrainingJob) -> dict[str, Any]:
+def state_parameters(job: JobParts) -> dict[str, Any]:
     """The task's Parameters: the request, with the run's name read from the naming state."""
     placeholder = example_job_name(job.job_name_prefix)
     request = job.render_request(job_name=placeholder)
@@ -102,7 +102,7 @@ def state_parameters(job: ProfiledTrainingJob) -> dict[str, Any]:
     return {"TrainingJobName.$": _RUN_NAME, **request}
 
 
-def _state_machine_role(job: ProfiledTrainingJob) -> iam.Role:
+def _state_machine_role(job: JobParts) -> iam.Role:
     """The state machine's role with exactly what createTrainingJob.sync needs, scoped to this construct's jobs."""
     role = iam.Role(
         job,
@@ -137,7 +137,7 @@ def _state_machine_role(job: ProfiledTrainingJob) -> iam.Role:
     return role
 
 
-def start_on_deploy(job: ProfiledTrainingJob) -> cr.AwsCustomResource:
+def start_on_deploy(job: JobParts) -> cr.AwsCustomResource:
     """Starts a run on deploy, and again whenever the rendered request changes (its hash is a property)."""
     request_hash = hashlib.sha256(
         json.dumps(job._stack.resolve(job.render_request()), sort_keys=True, default=str).encode()

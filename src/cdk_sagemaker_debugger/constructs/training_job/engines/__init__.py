@@ -13,7 +13,7 @@ from .debugger import DebuggerBinding
 from .evaluator import EvaluatorBinding
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .. import ProfiledTrainingJob
+    from .._parts import JobParts
 
 __all__ = ["RuleEngineBinding", "bind"]
 
@@ -23,7 +23,7 @@ _BINDINGS: dict[RuleEngine, type[RuleEngineBinding]] = {
 }
 
 
-def bind(rule_engine: Any, job: ProfiledTrainingJob) -> RuleEngineBinding:
+def bind(rule_engine: Any, job: JobParts) -> RuleEngineBinding:
     """The binding of ``rule_engine`` to ``job`` (a clear error for anything but a RuleEngine)."""
     if not isinstance(rule_engine, RuleEngine):
         raise ConfigurationTypeError(

@@ -18,7 +18,7 @@ from ....model.rule_engine import RuleEngine
 
 if TYPE_CHECKING:  # pragma: no cover
     from ...sampler import Sampler
-    from .. import ProfiledTrainingJob
+    from .._parts import JobParts
     from ..execution_role import ExecutionPolicy
 
 __all__ = ["RuleEngineBinding"]
@@ -30,7 +30,7 @@ class RuleEngineBinding(abc.ABC):
     #: The engine this binding implements.
     engine: RuleEngine
 
-    def __init__(self, job: ProfiledTrainingJob) -> None:
+    def __init__(self, job: JobParts) -> None:
         self._job = job
 
     # -- checks while the job is built -----------------------------------------------------------------------------
@@ -63,6 +63,11 @@ class RuleEngineBinding(abc.ABC):
     @property
     def debugger_rules(self) -> tuple[Rule, ...]:
         """The debugger (tensor) rules, in the order they are sent."""
+        return ()
+
+    @property
+    def debugger_rule_list(self) -> Sequence[Rule]:
+        """The job's own list of debugger rules (rules added later appear in it), for the job's family."""
         return ()
 
     @property

@@ -136,6 +136,10 @@ class DebuggerBinding(RuleEngineBinding):
         return tuple(self._rules)
 
     @property
+    def debugger_rule_list(self) -> Sequence[Rule]:
+        return self._rules
+
+    @property
     def debugger_rule_source_assets(self) -> tuple[s3_assets.Asset, ...]:
         return tuple(self._sources.values())
 

@@ -166,7 +166,7 @@ class EvaluatorBinding(RuleEngineBinding):
             if not isinstance(evaluator, RuleEvaluator):
                 raise ConfigurationTypeError(f"expected a RuleEvaluator, got {type(evaluator).__name__}.",
                                              where=job._where, field="evaluator", value=evaluator)
-            evaluator.check_covers(job, where=job._where)
+            evaluator.check_covers(job.training_jobs, where=job._where)
             return evaluator
         if job.rule_set is None:
             return None
