@@ -34,7 +34,7 @@ _STRING_TOKEN = re.compile(r"(\$\{Token\[[^\]]*\]\})")
 
 @dataclass(frozen=True)
 class Launch:
-    """What :func:`create_launch` builds."""
+    """What ``create_launch`` builds."""
 
     naming_state: sfn.CustomState
     launch_state: sfn.CustomState
