@@ -35,7 +35,7 @@ from ...model.distribution import Distribution
 from ...model.errors import ConfigurationError, ConfigurationTypeError
 from ...model.frameworks import FrameworkInfo, parse_training_image
 from ...model.images import partition_of
-from ...model.job_family import job_name_pattern
+from ...model.job_family import check_job_tags, job_name_pattern
 from ...model.metric_rules import MetricRule
 from ...model.profiler_config import ProfilerConfig
 from ...model.profiler_rules import ProfilerRule
@@ -58,6 +58,7 @@ from ..sampler import DEFAULT_SAMPLER, Sampler
 from . import engines, props
 from ._shared import CONSTANTS, PSEUDO, WARNING_PREFIX
 from .channels import InputChannel
+from .coarse_sampling import warn_about_coarse_sampling
 from .execution_role import ExecutionPolicy
 from .pipeline import pipeline_step as _pipeline_step
 from .request import render_job_request
@@ -320,6 +321,7 @@ class ProfiledTrainingJob(Construct):
             container_arguments=container_arguments, experiment_config=experiment_config, mlflow=mlflow,
             session_tag_chaining=session_tag_chaining, request_overrides=request_overrides)
         self.sampler = self._choose_profiling(sampler)
+        warn_about_coarse_sampling(self)
         self.output_bucket = self._create_output_bucket(output_bucket, output_kms_key)
         self._record_output_location(output_kms_key, output_prefix)
         self._add_initial_debugger_rules(debugger_rules, debug_hook, tensorboard)
@@ -364,7 +366,7 @@ class ProfiledTrainingJob(Construct):
         self.inputs = tuple(inputs or ())
         self.enable_network_isolation = enable_network_isolation
         self.encrypt_inter_container_traffic = encrypt_inter_container_traffic
-        self.tags = dict(tags or {})
+        self.tags = check_job_tags(tags, where=self._where)
 
     def _choose_profiling(self, sampler: Any) -> Sampler | None:
         """How the job is profiled: metric rules checked against metric_definitions as they are added, Debugger's

@@ -23,6 +23,7 @@ from ....model.profiler_config import ProfilerConfig, framework_profiling_deprec
 from ....model.profiler_rules import ProfilerRule
 from ....model.request.training import example_job_name
 from ....model.rule_engine import RuleEngine
+from ....model.sample_counts import DEFAULT_INTERVAL_MS
 from ..._cdk.checks import located
 from ..._cdk.images import rule_image, rule_image_repository_arn
 from ..._cdk.nag import acknowledge_wildcards
@@ -97,6 +98,12 @@ class DebuggerBinding(RuleEngineBinding):
                 "files. Pass sampler=None with Debugger, or use the default RuleEngine.EVALUATOR with the sampler.",
                 where=self._job._where, field="sampler", value=sampler)
         return None
+
+    def sampling_interval_ms(self) -> int | None:
+        """Debugger's profiler's interval (its default when not set); None with the profiler off."""
+        if self._job.profiler.disable_profiler:
+            return None
+        return self._job.profiler.profiling_interval_millis or DEFAULT_INTERVAL_MS
 
     def check_metric_rule(self, rule: MetricRule) -> None:
         raise rule.debugger_error(where=self._job._where)  # type: ignore[arg-type]

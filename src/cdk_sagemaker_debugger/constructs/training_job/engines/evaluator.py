@@ -76,6 +76,10 @@ class EvaluatorBinding(RuleEngineBinding):
                 "environment= (set CDK_SAGEMAKER_SAMPLER_DISABLED=1 to switch the sampler off in one run).",
                 where=self._job._where, field="environment", value=taken)
 
+    def sampling_interval_ms(self) -> int | None:
+        """The sampler's interval."""
+        return self._job.sampler.interval_millis if self._job.sampler is not None else None
+
     def check_metric_rule(self, rule: MetricRule) -> None:
         """A metric rule runs on metrics this job's MetricDefinitions produce."""
         job = self._job
