@@ -400,6 +400,7 @@ class ProfiledTrainingJob(Construct):
             versioned=True,
             minimum_tls_version=1.2,
         )
+        self._findings.register("OutputBucket", bucket.node.default_child)  # type: ignore[arg-type]
         self._findings.add("OutputBucket", {
             "AwsSolutions::AwsSolutions-S1": "Training outputs are written only by SageMaker through the execution "
             "role; pass output_bucket= with server access logging if your audit policy requires request logs."
