@@ -84,6 +84,11 @@ class RuleEngineBinding(abc.ABC):
         """The execution role's policy for rule actions, or None."""
         return None
 
+    @abc.abstractmethod
+    def sampling_interval_ms(self) -> int | None:
+        """How often the job's rules get a sample; None when nothing samples (the evaluator then reads CloudWatch
+        minutes and rescales the counts itself)."""
+
     def problems(self) -> list[str]:
         """What is wrong with the job at synth (rules added after construction)."""
         return []
