@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -102,20 +104,28 @@ def test_start_is_off_when_disabled(monkeypatch: pytest.MonkeyPatch, capsys, tmp
     assert capsys.readouterr().err == "" and list(tmp_path.iterdir()) == []
 
 
-def test_start_then_stop_runs_one_sampler_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_start_then_stop_runs_one_detached_sampler_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("CDK_SAGEMAKER_SAMPLER_NVML_LIBRARY", str(tmp_path / "none.so"))
+    monkeypatch.setattr(launcher, "_joined", {})
     local = tmp_path / "local"
     assert api.start(local_dir=str(local), interval_ms=100) is True
     assert api.start(local_dir=str(local), interval_ms=100) is True  # idempotent
     with api.step():
         pass
-    process = launcher._started["process"]
-    assert process.poll() is None
-    assert api.stop() is True
-    assert process.returncode == 0 and holder_pid(str(local)) is None
+    deadline = time.monotonic() + 10
+    while holder_pid(str(local)) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = holder_pid(str(local))
+    assert pid is not None and pid != os.getpid()
+    with pytest.raises(ChildProcessError):  # nobody's child: this process has no child to wait for
+        os.waitpid(pid, os.WNOHANG)
+    assert api.stop() is True  # the last member left: the sampler writes out and ends now
+    assert holder_pid(str(local)) is None
     assert len(steps_in(local)) == 1
     status = json.loads((local / "sampler" / "status-algo-1.json").read_text())
-    assert status["pid"] == process.pid and status["interval_ms"] == 100
+    assert status["pid"] == pid and status["interval_ms"] == 100 and status["finished"]
+    assert "the last process of the training stopped the sampler" in status["stopped_because"]
+    assert (local / "system" / "training_job_end.ts").exists() and (local / "framework" / "training_job_end.ts").exists()
 
 
 def test_the_lightning_callback_records_train_and_eval_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):

@@ -1,22 +1,26 @@
 """What the bundle's sitecustomize does at every interpreter start in the container: run the image's own
-sitecustomize, then start the sampler if this container has none yet.
+sitecustomize, then each starter in STARTERS (the sampler's: join the training's members and make sure a sampler runs).
 
-The common path (a sampler already runs) costs two environment lookups and one failed flock; nothing here ever
-raises into the process, a problem costs at most one line on stderr.
+The common path (a sampler already runs) costs a few environment lookups, two flocks and one sleeping thread; nothing
+here ever raises into the process, a problem costs at most one line on stderr. This module imports nothing at the top
+but ``os``, ``sys`` and ``contract``, and parses on Python 3.6, so an older image runs its own sitecustomize and
+gets one line instead of a SyntaxError.
 """
 
 import os
 import sys
 
 from . import contract
-from .lock import LOCAL_DIR, ROLE, default_local_dir, try_lock
 
 CHAINED_MODULE = "_cdk_sagemaker_debugger_chained_sitecustomize"
+LOCAL_DIR = "CDK_SAGEMAKER_SAMPLER_LOCAL_DIR"  # lock.LOCAL_DIR (lock.py needs Python 3.8)
+ROLE = "CDK_SAGEMAKER_SAMPLER_ROLE"  # lock.ROLE
+OLDEST_PYTHON = (3, 8)
 
 
 def _say(message):
     try:
-        sys.stderr.write(f"cdk-sagemaker-debugger sampler: {message}\n")
+        sys.stderr.write("cdk-sagemaker-debugger sampler: {}\n".format(message))
     except (OSError, ValueError):
         pass
 
@@ -48,7 +52,7 @@ def chain(our_file):
     try:
         spec.loader.exec_module(module)
     except Exception as exc:
-        _say(f"error in the image's sitecustomize ({spec.origin}): {type(exc).__name__}: {exc}")
+        _say("error in the image's sitecustomize ({}): {}: {}".format(spec.origin, type(exc).__name__, exc))
 
 
 def wanted(env):
@@ -57,35 +61,51 @@ def wanted(env):
         env.get(ROLE) != "daemon"
 
 
-def start_if_needed(env):
+def start_sampler(env):
+    """Join the training's members; start the sampler when none runs (this process took the lock); watch it."""
+    if not wanted(env):
+        return
+    if sys.version_info[:2] < OLDEST_PYTHON:
+        _say("not started: Python {}.{} is older than 3.8, the oldest the sampler runs on; the training runs "
+             "without it".format(*sys.version_info[:2]))
+        return
+    from .lock import default_local_dir, try_lock
+
     local_dir = default_local_dir(env)
     fd = try_lock(local_dir)
-    if fd is None:
-        return  # a sampler runs (or is being started by another process right now)
     try:
         from .settings import SettingsError, from_environment
 
         settings = from_environment(env, local_dir=local_dir, prune_uploaded=True)
     except SettingsError as exc:
-        os.close(fd)
-        _say(f"not started: {exc}")
+        if fd is not None:
+            os.close(fd)
+        if fd is not None:  # said once per container start, by the process that would have started it
+            _say("not started: {}".format(exc))
         return
     except BaseException:
-        os.close(fd)
+        if fd is not None:
+            os.close(fd)
         raise
     from .launcher import ensure_running
 
-    ensure_running(settings, fd)
+    ensure_running(settings, fd, log=_say)
+
+
+#: Called in order at every interpreter start with the environment; each is guarded (a failure costs one line). A
+#: collector that starts the same way adds its own function here.
+STARTERS = [start_sampler]
 
 
 def main(our_file):
     try:
         chain(our_file)
     except Exception as exc:
-        _say(f"could not run the image's own sitecustomize: {type(exc).__name__}: {exc}")
+        _say("could not run the image's own sitecustomize: {}: {}".format(type(exc).__name__, exc))
     env = os.environ
-    try:
-        if wanted(env):
-            start_if_needed(env)
-    except Exception as exc:
-        _say(f"not started: {type(exc).__name__}: {exc} (set {LOCAL_DIR} to a writable folder if it is the folder)")
+    for starter in STARTERS:
+        try:
+            starter(env)
+        except Exception as exc:
+            _say("not started: {}: {} (set {} to a writable folder if it is the folder)".format(
+                type(exc).__name__, exc, LOCAL_DIR))
