@@ -1146,6 +1146,12 @@ class ProfiledTrainingJob(Construct):
         return None
 
     def _check_sampler_environment(self) -> None:
+        for level, note_id, message in Sampler.notes(self._environment,
+                                                     self.request_members.algorithm.get("ContainerEntrypoint")):
+            if level == "warning":
+                cdk.Annotations.of(self).add_warning_v2(f"{_WARNING_PREFIX}:{note_id}", message)
+            else:
+                cdk.Annotations.of(self).add_info(f"Sampler: {message}")
         taken = sorted(k for k in self._environment or {} if k in sampler_contract.environment("s3://b"))
         if taken:
             raise ConfigurationError(

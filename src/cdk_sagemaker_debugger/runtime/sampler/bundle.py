@@ -1,7 +1,7 @@
 """The sampler bundle: a folder that, zipped and put on PYTHONPATH, starts the sampler in any Python 3.8+ image.
 
     sitecustomize.py                     starts the sampler once per container, then the image's own sitecustomize
-    cdk_sagemaker_debugger/__init__.py   a docstring only (the library itself is not in the bundle)
+    cdk_sagemaker_debugger/__init__.py   no library of its own; becomes the installed library where the image has it
     cdk_sagemaker_debugger/sampler/*.py  this package, copied as is
 
 Python imports it from the zip (zipimport), so nothing in the package reads files next to its own source. The
@@ -15,7 +15,42 @@ import pathlib
 import shutil
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
-TOP_INIT = '"""The cdk-sagemaker-debugger sampler bundle: only the sampler, not the library."""\n'
+TOP_INIT = '''"""The cdk-sagemaker-debugger sampler bundle: only the sampler, not the library.
+
+Where the image has the library installed, this package becomes it, plus the bundle's sampler: its folder joins
+``__path__`` after the bundle's and its ``__init__`` runs here, so ``from cdk_sagemaker_debugger import rules`` and
+the CLI work as without the bundle (``cdk_sagemaker_debugger.sampler`` stays the bundle's, the same API).
+"""
+
+
+def _installed_library():
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    for entry in sys.path:
+        folder = os.path.join(os.path.abspath(entry or os.getcwd()), "cdk_sagemaker_debugger")
+        if folder != here and os.path.isfile(os.path.join(folder, "__init__.py")):
+            return folder
+    return None
+
+
+def _become_the_installed_library():
+    import os
+
+    folder = _installed_library()
+    if folder is None:
+        return
+    __path__.append(folder)
+    init = os.path.join(folder, "__init__.py")
+    with open(init, "rb") as handle:
+        code = compile(handle.read(), init, "exec")
+    exec(code, globals())
+
+
+_become_the_installed_library()
+del _become_the_installed_library, _installed_library
+'''
 SITECUSTOMIZE = '''"""Starts the cdk-sagemaker-debugger sampler once per container, then runs the image's own sitecustomize.
 
 Python runs this at every interpreter start when the sampler bundle is on PYTHONPATH; it never raises.

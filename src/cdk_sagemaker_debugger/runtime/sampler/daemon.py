@@ -129,6 +129,8 @@ class Daemon:
             self.members_fd = os.open(lock.members_path(self.root), os.O_RDWR | os.O_CREAT, 0o644)
         self.minutes.recover(int(self.clock() // 60) * 60)
         self._recover_timelines(everything=False)
+        if self.settings.prune_uploaded:
+            self.disk.trim()  # what a previous outage left may already be over the cap
         self.gpu = open_gpu_source(self.settings.nvml_library, self.settings.interval_ms, self.status)
         self.status.set("gpu_source", self.gpu.name)
         where = self.status.info.get("destination", "no upload")
