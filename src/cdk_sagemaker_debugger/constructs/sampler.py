@@ -5,9 +5,9 @@ from __future__ import annotations
 import functools
 import tempfile
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from collections.abc import Sequence
 from typing import Any
 
 import aws_cdk as cdk

@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from cdk_sagemaker_debugger.constructs.sampler import Sampler
-from cdk_sagemaker_debugger.runtime.sampler import contract
 from cdk_sagemaker_debugger.runtime.sampler.bundle import write_bundle
 from cdk_sagemaker_debugger.runtime.sampler.lock import holder_pid
 

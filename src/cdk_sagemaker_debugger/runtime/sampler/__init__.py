@@ -32,7 +32,7 @@ OLDEST_PYTHON = (3, 8)
 __all__ = sorted(_EXPORTS)
 
 
-class _NoStep(object):
+class _NoStep:
     """``step()`` where the sampler cannot run (Python older than 3.8): records nothing."""
 
     def __init__(self, step_num=None, mode="TRAIN"):
@@ -58,8 +58,8 @@ def _load(name):
     """The real function (bound into this module, so the next call goes to it directly)."""
     if sys.version_info[:2] < OLDEST_PYTHON:
         try:
-            sys.stderr.write("cdk-sagemaker-debugger sampler: Python {}.{} is older than 3.8; sampler.{}() does "
-                             "nothing here\n".format(sys.version_info[0], sys.version_info[1], name))
+            sys.stderr.write(f"cdk-sagemaker-debugger sampler: Python {sys.version_info[0]}.{sys.version_info[1]} is older than 3.8; sampler.{name}() does "
+                             "nothing here\n")
         except (OSError, ValueError):
             pass
         value = {"step": _NoStep, "lightning_callback": _no_callback,

@@ -20,7 +20,7 @@ OLDEST_PYTHON = (3, 8)
 
 def _say(message):
     try:
-        sys.stderr.write("cdk-sagemaker-debugger sampler: {}\n".format(message))
+        sys.stderr.write(f"cdk-sagemaker-debugger sampler: {message}\n")
     except (OSError, ValueError):
         pass
 
@@ -52,7 +52,7 @@ def chain(our_file):
     try:
         spec.loader.exec_module(module)
     except Exception as exc:
-        _say("error in the image's sitecustomize ({}): {}: {}".format(spec.origin, type(exc).__name__, exc))
+        _say(f"error in the image's sitecustomize ({spec.origin}): {type(exc).__name__}: {exc}")
 
 
 def wanted(env):
@@ -81,7 +81,7 @@ def start_sampler(env):
         if fd is not None:
             os.close(fd)
         if fd is not None:  # said once per container start, by the process that would have started it
-            _say("not started: {}".format(exc))
+            _say(f"not started: {exc}")
         return
     except BaseException:
         if fd is not None:
@@ -101,11 +101,10 @@ def main(our_file):
     try:
         chain(our_file)
     except Exception as exc:
-        _say("could not run the image's own sitecustomize: {}: {}".format(type(exc).__name__, exc))
+        _say(f"could not run the image's own sitecustomize: {type(exc).__name__}: {exc}")
     env = os.environ
     for starter in STARTERS:
         try:
             starter(env)
         except Exception as exc:
-            _say("not started: {}: {} (set {} to a writable folder if it is the folder)".format(
-                type(exc).__name__, exc, LOCAL_DIR))
+            _say(f"not started: {type(exc).__name__}: {exc} (set {LOCAL_DIR} to a writable folder if it is the folder)")
