@@ -21,7 +21,6 @@ from cdk_sagemaker_debugger.constructs.sampler import Sampler
 from cdk_sagemaker_debugger.runtime.sampler.bundle import write_bundle
 from cdk_sagemaker_debugger.runtime.sampler.lock import holder_pid
 
-ROOT = Path(__file__).resolve().parents[3]
 CHANNEL = "/opt/ml/input/data/cdk-sagemaker-sampler"
 
 
@@ -117,11 +116,13 @@ def test_a_subreaper_launcher_that_waits_for_the_sampler_alone_is_released(bundl
     """The launcher is the container's init in effect: the detached sampler is reparented to it."""
     local = tmp_path / "local"
     env = job_env(bundle_zip, local, CDK_SAGEMAKER_SAMPLER_END_GRACE_S="600")  # the members alone would wait
-    result = run([sys.executable, "-c", SUBREAPER, LAUNCHER, json.dumps(env)], env, tmp_path)
+    lingering = LAUNCHER + "import time\ntime.sleep(1.5)  # still a member: its watch must not restart the sampler\n"
+    result = run([sys.executable, "-c", SUBREAPER, lingering, json.dumps(env)], env, tmp_path)
     assert result.returncode == 0 and result.stdout == "trained\nall children reaped\n", result.stderr
     status = status_of(local)
     assert "waits for it alone" in status["stopped_because"]
     assert (local / "system/training_job_end.ts").exists()
+    assert (local / "sampler" / "log-algo-1.txt").read_text().count("started (pid") == 1
 
 
 def test_an_image_with_its_own_pythonpath_and_sitecustomize_keeps_both(bundle_zip, tmp_path):
@@ -201,10 +202,15 @@ def test_a_short_lived_first_process_neither_waits_nor_takes_the_sampler_with_it
         assert run([sys.executable, "-c", "print('checked')"], env, tmp_path).stdout == "checked\n"
         assert wait_for(lambda: holder_pid(str(local)) is not None, 10)
         sampler_pid = holder_pid(str(local))
+        began = time.time()
         result = run([sys.executable, "-c", TRAIN], env, tmp_path)
+        ended = time.time()
         assert result.returncode == 0 and result.stderr == ""
         assert holder_pid(str(local)) == sampler_pid  # the same sampler served the training, and still runs
         assert len(step_events(local)) == 3
+        stamps = [json.loads(line)["Timestamp"] for path in local.glob("**/*.algo-1.json")
+                  for line in path.read_text().splitlines()]
+        assert any(began <= stamp <= ended for stamp in stamps)  # sampled while the training ran
         log = (local / "sampler" / "log-algo-1.txt").read_text()
         assert log.count("started (pid") == 1
     finally:
@@ -238,7 +244,8 @@ def test_python_36_runs_an_instrumented_script_unchanged(bundle_zip, tmp_path):
 
 
 def test_an_installed_library_is_not_shadowed_by_the_bundle(bundle_zip, tmp_path):
-    env = job_env(bundle_zip, tmp_path / "local", python_path=str(ROOT / "src"), CDK_SAGEMAKER_SAMPLER_DISABLED="1")
+    # the library is installed in this interpreter's site-packages, after PYTHONPATH, where the bundle is
+    env = job_env(bundle_zip, tmp_path / "local", CDK_SAGEMAKER_SAMPLER_DISABLED="1")
     code = ("import cdk_sagemaker_debugger\nfrom cdk_sagemaker_debugger import rules, sampler\n"
             "print(cdk_sagemaker_debugger.__version__, rules.__name__, callable(sampler.step))\n")
     result = run([sys.executable, "-c", code], env, tmp_path)

@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Callable
 
-from . import lock
+from . import layout, lock
 from .settings import ROLE, Settings
 
 STOP_TIMEOUT_S = 5.0
@@ -103,6 +103,8 @@ def supervise(local_dir: str, log: Callable[[str], None]) -> None:
         time.sleep(entry["settings"].supervise_s)
         if _joined.get(local_dir) is not entry:
             return
+        if os.path.exists(os.path.join(local_dir, layout.END_MARKER)):
+            continue  # the sampler concluded the training ended (a launcher waiting for it alone): not a death
         try:
             reap(start_if_free(entry["settings"]))
         except Exception as exc:  # never into training; try again at the next check
