@@ -21,8 +21,8 @@ from .gpu import gpu_rows, open_gpu_source
 from .minutes import MinuteFiles
 from .procfs import HostSource
 from .records import Formatter
-from .settings import Settings
-from .status import FileLog, Guard, Status, read_status
+from .settings import Settings, read_json
+from .status import FileLog, Guard, Status
 
 FINAL_UPLOAD_S = 3.5
 CHECK_EVERY_S = 1.0
@@ -265,7 +265,7 @@ class Daemon:
         if ending.remove_end_markers(self.root):
             self.status.fail("end_marker_removed", "a sampler starts after its predecessor concluded the training "
                              "had ended; the local end markers are removed (uploaded ones stay)")
-        previous = read_status(os.path.join(self.root, layout.status_file(self.settings.node)))
+        previous = read_json(os.path.join(self.root, layout.status_file(self.settings.node)))
         if not previous or previous.get("finished") or previous_pid in (None, os.getpid()):
             return
         replaced = int(previous.get("counts", {}).get("samplers_replaced", 0)) + 1

@@ -34,16 +34,6 @@ def write_atomic(path: str, data: bytes) -> None:
         raise
 
 
-def read_status(path: str) -> dict:
-    """A status file as written by save(); {} when missing or unreadable."""
-    try:
-        with open(path, encoding="utf-8") as handle:
-            data = json.load(handle)
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 class FileLog:
     """Log lines to a file (the daemon's stdout and stderr are closed), capped so a loop of errors cannot fill a disk."""
 
