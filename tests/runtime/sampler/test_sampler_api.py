@@ -181,3 +181,27 @@ def test_the_public_shim_exports_the_api_without_aws_cdk():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.splitlines() == [
         "['flush', 'huggingface_callback', 'lightning_callback', 'start', 'step', 'stop']", "[]"]
+
+
+def test_a_forked_child_that_exits_normally_writes_its_own_steps_and_never_hangs(tmp_path: Path):
+    """The parent's writer thread may hold the writer's lock at the fork: the child gets a lock of its own."""
+    code = f"""
+import os, sys, threading
+sys.path.insert(0, {str(Path(api.__file__).parents[3])!r})
+from cdk_sagemaker_debugger.runtime.sampler.timeline import TimelineWriter
+writer = TimelineWriter({str(tmp_path)!r}, "0-algo-1", log=print)
+writer.add("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", 1.0, 2.0, {{"step_num": "0"}})
+writer.lock.acquire()  # as if the writer thread were writing at the moment of the fork
+pid = os.fork()
+if pid == 0:
+    writer.add("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", 3.0, 4.0, {{"step_num": "1"}})
+    writer.close()  # also what atexit does
+    sys.exit(0)
+writer.lock.release()
+_, status = os.waitpid(pid, 0)
+writer.close()
+print(os.waitstatus_to_exitcode(status))
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert result.stdout == "0\n", result.stderr
+    assert sorted(e["args"]["step_num"] for e in steps_in(tmp_path)) == ["0", "1"]

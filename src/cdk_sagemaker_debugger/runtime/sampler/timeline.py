@@ -45,7 +45,6 @@ class TimelineWriter:
         self.log = log
         self.clock = clock
         self.min_free_bytes = min_free_bytes
-        self.lock = threading.Lock()
         self.failures = 0
         self.dropped = 0
         self.retry_at = 0.0
@@ -53,7 +52,9 @@ class TimelineWriter:
         _writers.add(self)
 
     def _after_fork(self) -> None:
-        """A new process: its own queue, file and writer thread (the parent's file stays the parent's)."""
+        """A new process: its own lock, queue, file and writer thread (the parent's file stays the parent's; a lock
+        the parent's writer thread held at the fork would otherwise stay held in the child forever)."""
+        self.lock = threading.Lock()
         self.pid = os.getpid()
         self.queue: collections.deque = collections.deque()
         self.thread: threading.Thread | None = None
