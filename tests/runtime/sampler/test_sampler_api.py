@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from cdk_sagemaker_debugger.runtime.sampler import api, contract, launcher
+from cdk_sagemaker_debugger.runtime.sampler import api, contract, launcher, watch
 from cdk_sagemaker_debugger.runtime.sampler.lock import holder_pid
 from cdk_sagemaker_debugger.runtime.sampler.timeline import ROTATE_AFTER_S, TimelineWriter
 
@@ -106,7 +106,7 @@ def test_start_is_off_when_disabled(monkeypatch: pytest.MonkeyPatch, capsys, tmp
 
 def test_start_then_stop_runs_one_detached_sampler_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("CDK_SAGEMAKER_SAMPLER_NVML_LIBRARY", str(tmp_path / "none.so"))
-    monkeypatch.setattr(launcher, "_joined", {})
+    monkeypatch.setattr(watch, "joined", {})
     local = tmp_path / "local"
     assert api.start(local_dir=str(local), interval_ms=100) is True
     assert api.start(local_dir=str(local), interval_ms=100) is True  # idempotent

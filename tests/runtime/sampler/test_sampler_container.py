@@ -250,6 +250,8 @@ def test_an_installed_library_is_not_shadowed_by_the_bundle(bundle_zip, tmp_path
             "print(cdk_sagemaker_debugger.__version__, rules.__name__, callable(sampler.step))\n")
     result = run([sys.executable, "-c", code], env, tmp_path)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split()[1:] == ["cdk_sagemaker_debugger.rules", "True"]
+    from cdk_sagemaker_debugger import __version__
+
+    assert result.stdout.split() == [__version__, "cdk_sagemaker_debugger.rules", "True"]
     cli = run([sys.executable, "-m", "cdk_sagemaker_debugger.cli", "rules"], env, tmp_path)
     assert cli.returncode == 0 and "LowGPUUtilization" in cli.stdout, cli.stderr

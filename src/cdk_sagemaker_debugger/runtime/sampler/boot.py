@@ -62,7 +62,8 @@ def wanted(env):
 
 
 def start_sampler(env):
-    """Join the training's members; start the sampler when none runs (this process took the lock); watch it."""
+    """Join the training's members and watch that a sampler runs; start it when none does (this process took the
+    lock). The common path (a sampler runs) imports only lock.py and watch.py."""
     if not wanted(env):
         return
     if sys.version_info[:2] < OLDEST_PYTHON:
@@ -73,23 +74,37 @@ def start_sampler(env):
 
     local_dir = default_local_dir(env)
     fd = try_lock(local_dir)
+    if fd is not None:
+        _start_here(env, local_dir, fd)
+        return
+    from . import watch
+
+    _entry, joined_now = watch.join(local_dir)
+    if joined_now:
+        watch.watch(local_dir, watch.supervise_seconds(env), lambda lock_fd: _start_here(env, local_dir, lock_fd),
+                    _say)
+
+
+def _start_here(env, local_dir, fd):
+    """This process holds the sampler lock: start the sampler (settings and the launcher are imported only now)."""
     try:
         from .settings import SettingsError, from_environment
 
         settings = from_environment(env, local_dir=local_dir, prune_uploaded=True)
     except SettingsError as exc:
-        if fd is not None:
-            os.close(fd)
-        if fd is not None:  # said once per container start, by the process that would have started it
-            _say(f"not started: {exc}")
+        os.close(fd)
+        _say(f"not started: {exc}")
         return
     except BaseException:
-        if fd is not None:
-            os.close(fd)
+        os.close(fd)
         raise
-    from .launcher import ensure_running
+    from . import watch
+    from .launcher import ensure_running, reap, start_if_free
 
-    ensure_running(settings, fd, log=_say)
+    if watch.member(local_dir) is None:
+        ensure_running(settings, fd, log=_say)
+    else:  # the watch thread of a member: the sampler died
+        reap(start_if_free(settings, fd))
 
 
 #: Called in order at every interpreter start with the environment; each is guarded (a failure costs one line). A

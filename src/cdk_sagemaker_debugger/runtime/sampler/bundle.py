@@ -17,9 +17,11 @@ import shutil
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 TOP_INIT = '''"""The cdk-sagemaker-debugger sampler bundle: only the sampler, not the library.
 
-Where the image has the library installed, this package becomes it, plus the bundle's sampler: its folder joins
-``__path__`` after the bundle's and its ``__init__`` runs here, so ``from cdk_sagemaker_debugger import rules`` and
-the CLI work as without the bundle (``cdk_sagemaker_debugger.sampler`` stays the bundle's, the same API).
+Where the image has the library installed, this package becomes it, plus the bundle's sampler: the installed folder
+joins ``__path__`` after the bundle's (so ``from cdk_sagemaker_debugger import rules`` and the CLI find their modules)
+and the installed ``__init__`` runs here on the first name this package lacks (``__version__``, the constructs);
+``cdk_sagemaker_debugger.sampler`` stays the bundle's, the same API. Nothing more happens at every interpreter start
+than a look for that folder on sys.path.
 """
 
 
@@ -35,21 +37,25 @@ def _installed_library():
     return None
 
 
-def _become_the_installed_library():
-    import os
+_INSTALLED = _installed_library()
+del _installed_library
+if _INSTALLED is not None:
+    __path__.append(_INSTALLED)
 
-    folder = _installed_library()
-    if folder is None:
-        return
-    __path__.append(folder)
-    init = os.path.join(folder, "__init__.py")
-    with open(init, "rb") as handle:
-        code = compile(handle.read(), init, "exec")
-    exec(code, globals())
+    def __getattr__(name):
+        """Become the installed library: run its ``__init__`` here once, then look the name up again."""
+        import os
 
-
-_become_the_installed_library()
-del _become_the_installed_library, _installed_library
+        init = os.path.join(_INSTALLED, "__init__.py")
+        namespace = globals()
+        namespace.pop("__getattr__", None)
+        with open(init, "rb") as handle:
+            exec(compile(handle.read(), init, "exec"), namespace)
+        if name in namespace:
+            return namespace[name]
+        if "__getattr__" in namespace:
+            return namespace["__getattr__"](name)
+        raise AttributeError("module {!r} has no attribute {!r}".format(__name__, name))
 '''
 SITECUSTOMIZE = '''"""Starts the cdk-sagemaker-debugger sampler once per container, then runs the image's own sitecustomize.
 

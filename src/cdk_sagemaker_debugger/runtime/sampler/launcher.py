@@ -21,15 +21,13 @@ import threading
 import time
 from typing import Callable
 
-from . import layout, lock
+from . import lock, watch
 from .settings import ROLE, Settings
 
 STOP_TIMEOUT_S = 5.0
 PACKAGE = __name__.rpartition(".")[0]
 #: Called before this process leaves the training (``sampler.stop()``): the timeline writer writes out its events.
 before_stop: list = []
-#: local dir -> {"fd": members descriptor, "pid": the process that joined, "settings": Settings, "thread": ...}
-_joined: dict = {}
 _lock = threading.Lock()
 
 
@@ -94,23 +92,6 @@ def reap(process: subprocess.Popen | None) -> None:
         pass
 
 
-def supervise(local_dir: str, log: Callable[[str], None]) -> None:
-    """A member's watch: while this process is a member, start a sampler whenever none runs."""
-    while True:
-        entry = _joined.get(local_dir)
-        if entry is None or entry["pid"] != os.getpid():
-            return
-        time.sleep(entry["settings"].supervise_s)
-        if _joined.get(local_dir) is not entry:
-            return
-        if os.path.exists(os.path.join(local_dir, layout.END_MARKER)):
-            continue  # the sampler concluded the training ended (a launcher waiting for it alone): not a death
-        try:
-            reap(start_if_free(entry["settings"]))
-        except Exception as exc:  # never into training; try again at the next check
-            log(f"could not restart the sampler: {type(exc).__name__}: {exc}")
-
-
 def ensure_running(settings: Settings, fd: int | None = None, log: Callable[[str], None] = lambda message: None
                    ) -> bool:
     """Join the training's members, start the sampler unless one runs, and watch it; True once one runs.
@@ -118,30 +99,19 @@ def ensure_running(settings: Settings, fd: int | None = None, log: Callable[[str
     ``fd`` is the sampler lock when the caller already took it (the bundle's sitecustomize); it is closed here.
     """
     with _lock:
-        entry = _joined.get(settings.local_dir)
-        if entry is not None and entry["pid"] == os.getpid():
-            if fd is not None:
-                os.close(fd)
-            return True
-        member = lock.join_members(settings.local_dir)
+        _entry, joined_now = watch.join(settings.local_dir)
         try:
             first = start_if_free(settings, fd)
         except BaseException:
-            if member is not None:
-                os.close(member)
+            if joined_now:
+                watch.leave(settings.local_dir)
             raise
-        entry = {"fd": member, "pid": os.getpid(), "settings": settings}
-        _joined[settings.local_dir] = entry
-    thread = threading.Thread(target=_watch, args=(first, settings.local_dir, log), daemon=True,
-                              name="cdk-sagemaker-sampler-watch")
-    entry["thread"] = thread
-    thread.start()
+        if joined_now:
+            watch.watch(settings.local_dir, settings.supervise_s, lambda lock_fd: reap(start_if_free(settings, lock_fd)),
+                        log, first=lambda: reap(first))
+        else:
+            reap(first)
     return True
-
-
-def _watch(first: subprocess.Popen | None, local_dir: str, log: Callable[[str], None]) -> None:
-    reap(first)
-    supervise(local_dir, log)
 
 
 def _after_fork_in_child() -> None:
@@ -168,17 +138,12 @@ def leave(timeout: float = STOP_TIMEOUT_S) -> bool:
     uploads and ends now; this waits at most ``timeout`` s for that. True when no sampler runs any more."""
     run_before_stop(before_stop)
     with _lock:
-        entries = [e for e in _joined.values() if e["pid"] == os.getpid()]
-        for entry in entries:
-            _joined.pop(entry["settings"].local_dir, None)
-            if entry["fd"] is not None:
-                os.close(entry["fd"])
+        entries = [d for d in list(watch.joined) if watch.leave(d)]
     if not entries:
         return False
     deadline = time.monotonic() + timeout
     stopped = True
-    for entry in entries:
-        local_dir = entry["settings"].local_dir
+    for local_dir in entries:
         if lock.members_remain(local_dir):
             continue  # other processes of the training still run: the sampler stays with them
         pid = lock.holder_pid(local_dir)

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 
 from . import contract
 from .lock import LOCAL_DIR, ROLE, default_local_dir  # noqa: F401 - defined in lock.py, which stays import-light
+from .watch import SUPERVISE  # noqa: F401 - defined in watch.py, which stays import-light
 
 #: Where /proc is (a fake one for tests and the benchmark).
 PROC_ROOT = "CDK_SAGEMAKER_SAMPLER_PROC_ROOT"
@@ -26,8 +27,6 @@ CONFIG_DIR = "CDK_SAGEMAKER_SAMPLER_CONFIG_DIR"
 UPLOADER = "CDK_SAGEMAKER_SAMPLER_UPLOADER"
 #: Seconds without any training process before the sampler concludes the training ended (default 10).
 END_GRACE = "CDK_SAGEMAKER_SAMPLER_END_GRACE_S"
-#: Seconds between a training process's checks that a sampler runs (default 5).
-SUPERVISE = "CDK_SAGEMAKER_SAMPLER_SUPERVISE_S"
 #: Most megabytes of data the sampler keeps locally while uploads fail; the oldest go first (default 512).
 MAX_BUFFER = "CDK_SAGEMAKER_SAMPLER_MAX_BUFFER_MB"
 #: Megabytes of free space the sampler leaves on its volume for the training (default 1024).
