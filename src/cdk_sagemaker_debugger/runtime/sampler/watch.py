@@ -12,6 +12,7 @@ from __future__ import annotations
 import _thread
 import os
 import time
+
 from . import layout, lock
 
 #: Seconds between a training process's checks that a sampler runs (lock.py has no settings: read here).
