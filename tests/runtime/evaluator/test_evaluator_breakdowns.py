@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from evaluator_jobs import FIXTURES, report, small_spec, verdict
 
-from cdk_sagemaker_debugger.runtime.evaluator.engine import evaluate_store
+from cdk_sagemaker_debugger.runtime.evaluator.reading import evaluate_store
 from cdk_sagemaker_debugger.runtime.evaluator.readers import TraceEvent
 from cdk_sagemaker_debugger.runtime.evaluator.rules import FrameworkBreakdown
 from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
