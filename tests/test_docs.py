@@ -26,8 +26,9 @@ from helpers import ROOT
 import cdk_sagemaker_debugger
 
 PACKAGE_DIR = Path(cdk_sagemaker_debugger.__file__).resolve().parent
-#: pdoc takes about 16 s; far longer means it hangs (on jsii's Node process, say).
-PDOC_TIMEOUT_S = 120
+#: pdoc takes about 16 s on a quiet machine and up to about 3 minutes beside other work on two shared cores; far longer
+#: than that means it hangs (on jsii's Node process, say).
+PDOC_TIMEOUT_S = 600
 
 
 def _pdoc_flags() -> list[str]:
