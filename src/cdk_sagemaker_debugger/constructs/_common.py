@@ -201,6 +201,15 @@ def _flatten(value: object) -> str:
     return str(value)
 
 
+#: The two wildcard actions ``IKey.grant_encrypt_decrypt`` adds, with why they are acceptable on a key a user passed.
+KMS_KEY_FINDINGS = {
+    "Action::kms:ReEncrypt*": "kms:ReEncrypt* comes with IKey.grant_encrypt_decrypt on a key passed to the library "
+    "(for its volumes, output or buckets) and is limited to that one key.",
+    "Action::kms:GenerateDataKey*": "kms:GenerateDataKey* comes with IKey.grant_encrypt_decrypt on a key passed to "
+    "the library (for its volumes, output or buckets) and is limited to that one key.",
+}
+
+
 def acknowledge_wildcards(scope: IConstruct, findings: dict[str, str], *, stack: cdk.Stack | None = None) -> None:
     """Acknowledge each AwsSolutions-IAM5 finding of one resource on its own, with its own reason.
 

@@ -24,6 +24,7 @@ from ..model.profiler_rules import ProfilerReport, ProfilerRule
 from ._common import (
     EVALUATOR_REPORT_FOLDER,
     EVALUATOR_STATE_FILE,
+    KMS_KEY_FINDINGS,
     LazyPath,
     acknowledge_wildcards,
     check_kind,
@@ -327,6 +328,7 @@ class RuleEvaluator(Construct):
         for bucket in {id(b): b for b in (jobs.output_bucket, jobs.profiler_bucket)}.values():
             if bucket.encryption_key is not None:
                 bucket.encryption_key.grant_encrypt_decrypt(self.role)
+                acknowledge_wildcards(self.role.node.find_child("DefaultPolicy"), KMS_KEY_FINDINGS)
         self.log_group.grant_write(self.role)
         acknowledge_wildcards(self.policy, {
             "Resource::*": "ListTrainingJobs, GetMetricData and DescribeInstanceTypes do not support resource-level "

@@ -60,6 +60,7 @@ from ..model.training_request import (
     normalize_string_map,
 )
 from ..runtime.sampler import contract as sampler_contract
+from . import multinode
 from ._common import (
     EVALUATOR_REPORT_FOLDER,
     EVALUATOR_STATE_FILE,
@@ -319,6 +320,14 @@ class ProfiledTrainingJob(Construct):
         session_tag_chaining: ``EnableSessionTagChaining``. Default: None.
         request_overrides: any member no prop sets, deep-merged into AlgorithmSpecification, OutputDataConfig,
             ResourceConfig and StoppingCondition or set whole; members a prop sets are refused. Default: None.
+        code: a :class:`cdk_sagemaker_debugger.TrainingCode` (``from_asset`` / ``from_bucket`` / ``from_s3_uri``): the
+            SDK's ``sagemaker_program``, ``sagemaker_submit_directory`` and ``distribution`` launcher hyperparameters
+            for a framework image; the created role may read the archive. Default: None (the image's own code).
+        checkpoints: a :class:`cdk_sagemaker_debugger.Checkpoints` instead of ``checkpoint_s3_uri`` /
+            ``checkpoint_local_path``, granted read/write on exactly its prefix (and its bucket's key). Default: None.
+        enable_inter_container_traffic_encryption: encrypts the traffic between the instances of a run (the API's
+            name; ``encrypt_inter_container_traffic`` still works). Costs training time: every collective operation
+            between hosts goes through encryption. Default: None (``encrypt_inter_container_traffic``).
     """
 
     #: The prefix of every run's job name (``<job_name_prefix>-<20 hex characters>``).
@@ -412,6 +421,12 @@ class ProfiledTrainingJob(Construct):
     evaluator: Any
     #: The custom resource that starts a run on deploy (``run_on_deploy=True``), or None.
     deploy_trigger: cr.AwsCustomResource | None
+    #: The training code (``code=``), or None.
+    training_code: Any
+    #: Where the training code is once bound (its S3 URI, entry point, asset), or None.
+    training_code_location: Any
+    #: The checkpoint location (``checkpoints=`` or ``checkpoint_s3_uri=``), or None.
+    checkpoints: Any
 
     #: Why the library switched the default profiler off (Trainium, a region without Debugger), if it did.
     _profiler_off_reason: str | None = None
@@ -440,7 +455,8 @@ class ProfiledTrainingJob(Construct):
         infra_check: bool | None = None, remote_debug: bool | None = None, session_tag_chaining: bool | None = None,
         container_entrypoint: Sequence[str] | None = None, container_arguments: Sequence[str] | None = None,
         experiment_config: ExperimentConfig | None = None, mlflow: MlflowConfig | None = None,
-        request_overrides: Mapping[str, Any] | None = None,
+        request_overrides: Mapping[str, Any] | None = None, code: Any = None, checkpoints: Any = None,
+        enable_inter_container_traffic_encryption: bool | None = None,
     ) -> None:
         """Every prop is checked before the first resource exists; the props are documented on the class."""
         super().__init__(scope, id)
@@ -454,6 +470,10 @@ class ProfiledTrainingJob(Construct):
         self._check_profiler(profiler, instance_type)
         self._check_rule_set_and_distribution(rule_set, distribution)
         self._check_stopping_condition(max_runtime, max_wait, use_spot_instances)
+        checkpoint_s3_uri, checkpoint_local_path, encrypt_inter_container_traffic = multinode.resolve_props(
+            self, checkpoints=checkpoints, checkpoint_s3_uri=checkpoint_s3_uri, checkpoint_local_path=checkpoint_local_path,
+            encrypt_inter_container_traffic=encrypt_inter_container_traffic,
+            enable_inter_container_traffic_encryption=enable_inter_container_traffic_encryption)
         self._check_dependent_props(checkpoint_s3_uri, checkpoint_local_path, vpc, vpc_subnets, security_groups)
         self._record_container_props(
             hyperparameters=hyperparameters, environment=environment, inputs=inputs, tags=tags, volume_kms_key=volume_kms_key,
@@ -470,8 +490,11 @@ class ProfiledTrainingJob(Construct):
         self._choose_profiling(sampler)
         self._create_output_location(output_bucket, output_kms_key, output_prefix)
         checked = self._add_initial_debugger_rules(debugger_rules, debug_hook, tensorboard, distribution)
+        multinode.attach_code(self, code)
         self.role = self._create_execution_role(role, vpc is not None, checked.permissions)
+        multinode.grant_job_locations(self)
         self._place_in_vpc(vpc, vpc_subnets, security_groups)
+        multinode.secure_cluster_network(self, created=not security_groups)
         self._create_state_machine()
         _StackValidation.register(self)
         self.evaluator = self._attach_evaluator(evaluator)
@@ -892,7 +915,7 @@ class ProfiledTrainingJob(Construct):
                 "ResourceConfig": resource,
                 "VpcConfig": vpc_config,
                 "StoppingCondition": dict(self._stopping),
-                "HyperParameters": self._hyperparameters,
+                "HyperParameters": multinode.hyperparameters(self, job_name or example_job_name(self.job_name_prefix)),
                 "Environment": environment,
                 "Tags": [{"Key": k, "Value": v} for k, v in self.tags.items()],
                 "EnableNetworkIsolation": self.enable_network_isolation or None,
@@ -969,6 +992,7 @@ class ProfiledTrainingJob(Construct):
         placeholder = example_job_name(self.job_name_prefix)
         request = self.render_request(job_name=placeholder)
         del request["TrainingJobName"]
+        request["HyperParameters"] = multinode.with_run_name(request.get("HyperParameters"), placeholder)
         for configuration in request.get("DebugRuleConfigurations", ()):
             if "RuleParameters" in configuration:
                 configuration["RuleParameters"] = _with_run_name(configuration["RuleParameters"], placeholder)
