@@ -69,7 +69,7 @@ def _family(instance_type: str) -> str:
 
 
 def to_sdk(distribution: Distribution) -> dict[str, Any]:
-    """The SDK's ``distribution=`` dict for the same launcher (what :meth:`Distribution.from_sdk` reads back)."""
+    """The SDK's ``distribution=`` dict for the same launcher (what :meth:`cdk_sagemaker_debugger.Distribution.from_sdk` reads back)."""
     kind = distribution.kind
     if kind == "torch_distributed":
         return {"torch_distributed": {"enabled": True}}
