@@ -19,7 +19,7 @@ from ..model.errors import ConfigurationError, ConfigurationTypeError
 from ..model.job_checks import JobShape, check_job
 from ..model.launchers import LAUNCHER_HYPERPARAMETERS, check_launcher
 from ..model.training_code import CODE_HYPERPARAMETERS, JOB_NAME, check_reserved, code_hyperparameters
-from ._common import KMS_KEY_FINDINGS
+from ._cdk.nag import KMS_KEY_FINDINGS
 from .checkpoints import Checkpoints
 from .training_code import BoundTrainingCode, TrainingCode
 
@@ -137,7 +137,7 @@ def grant_job_locations(job: ProfiledTrainingJob) -> None:
     """The execution role this construct created may read the code object and use the checkpoint prefix, and its
     KMS statements for keys passed to the job are acknowledged on that role's policy. A location that cannot be
     granted gets a warning."""
-    role = job._owned_role
+    role = job._policy.owned_role
     bound = job.training_code_location
     if role is not None and bound is not None and job.training_code.grant_read(role, bound) is None:
         job._warn("codeNotGranted", f"The execution role cannot be granted read on the training code {bound.s3_uri!r} "
@@ -145,7 +145,7 @@ def grant_job_locations(job: ProfiledTrainingJob) -> None:
                   "bucket.grant_read(job, key).")
     _grant_checkpoints(job, role)
     if role is not None and (job.volume_kms_key is not None or job.output_kms_key is not None):
-        job._acknowledge(dict(KMS_KEY_FINDINGS), on="ExecutionRole/DefaultPolicy")
+        job._findings.add("ExecutionRole/DefaultPolicy", dict(KMS_KEY_FINDINGS))
 
 
 def _grant_checkpoints(job: ProfiledTrainingJob, role: iam.Role | None) -> None:
@@ -165,10 +165,10 @@ def _grant_checkpoints(job: ProfiledTrainingJob, role: iam.Role | None) -> None:
         return
     for statement in grant.statements:
         role.add_to_policy(iam.PolicyStatement.from_json(statement))
-    job._acknowledge(grant.findings, on="ExecutionRole/DefaultPolicy")
+    job._findings.add("ExecutionRole/DefaultPolicy", grant.findings)
     if checkpoints.bucket is not None and checkpoints.bucket.encryption_key is not None:
         checkpoints.bucket.encryption_key.grant_encrypt_decrypt(role)
-        job._acknowledge(dict(KMS_KEY_FINDINGS), on="ExecutionRole/DefaultPolicy")
+        job._findings.add("ExecutionRole/DefaultPolicy", dict(KMS_KEY_FINDINGS))
     elif checkpoints.bucket is None:
         job._warn("checkpointsKey", (
             f"Checkpoints at {checkpoints.s3_uri!r} are granted on their prefix; if that bucket is encrypted with a "
