@@ -295,8 +295,9 @@ def check_reserved_concurrency(value: object, *, where: object) -> int | None:
 
 
 #: Where the RuleEvaluator keeps its own objects under ``<output>/<job>/rule-output/`` (the runtime writes them; a test
-#: checks both layers agree): its state object, and ``<RuleConfigurationName>/evaluator-output/`` with the reports.
-EVALUATOR_STATE_FILE = "evaluator-state.json.gz"
+#: checks both layers agree): its state folder (``evaluator-state/<evaluator id>.json.gz`` and the job's lease beside
+#: it, one pair per evaluator), and ``<RuleConfigurationName>/evaluator-output/`` with the reports.
+EVALUATOR_STATE_FILE = "evaluator-state/*"
 EVALUATOR_REPORT_FOLDER = "evaluator-output"
 EVALUATOR_SUMMARY_FILE = "evaluation-summary.json"
 
