@@ -127,14 +127,14 @@ def load_state(s3: Any, settings: lh.Settings = SETTINGS) -> dict[str, Any]:
 def test_profiler_source_runs_incrementally_and_publishes_each_status_change(aws, tmp_path, capsys):
     spec = small_spec(minutes=4, gpu_util=constant(40.0))
     root = write_job(tmp_path / "po", spec)
-    upload_tree(aws["s3"], root, only_before=spec.start + 150)  # 2.5 minutes have arrived
+    upload_tree(aws["s3"], root, only_before=spec.start + 250)  # 4 minutes and a bit have arrived
     sm, stub = sagemaker_stub(describe(), describe("Completed", end=datetime(2025, 11, 29, 7, 12, tzinfo=timezone.utc)),
                               describe("Completed"))
     clients = clients_for(aws, sm)
 
     first = lh.handler({"detail": {"TrainingJobName": JOB}}, None, clients=clients, settings=SETTINGS)
     assert first["jobs"][0]["result"] == "in progress"
-    assert first["jobs"][0]["windows"] == 1  # window 1 ends at the newest file: it waits for more data
+    assert first["jobs"][0]["windows"] == 1  # window 1 waits for the files of the 3 minutes after it
     state = load_state(aws["s3"])
     assert state["source"] == "PROFILER" and state["final"] is False
     events = received(aws)
