@@ -24,6 +24,7 @@ from .readers import (
     ParseStats,
     SystemFile,
     TraceEvent,
+    inflate,
     iter_system_records,
     parse_framework_key,
     parse_system_key,
@@ -613,7 +614,8 @@ def _iso_us(us: float) -> str:
 # Reading a store: listing with a cursor, prefetching reads, feeding the evaluator in time order.
 
 
-#: What a cursor remembers of a key it consumed: [size, ETag, sha256 of the bytes evaluated], or None (never re-read).
+#: What a cursor remembers of a key it consumed: [size listed, ETag, sha256 and length of the JSON bytes evaluated],
+#: or None (never re-read).
 Version = list[Any] | None
 
 
@@ -849,7 +851,7 @@ def _appended_part(evaluator: Evaluator, item: SystemFile | FrameworkFile, key: 
     """What to evaluate of a key read before in another version: a system file that grew by appending (a minute the
     sampler flushed early, then completed) gives the bytes after those evaluated; any other change is reported and
     not evaluated again (its records would count twice)."""
-    size, digest = (known[0], known[2]) if known and len(known) > 2 else (None, None)
+    size, digest = (known[-1], known[2]) if known and len(known) > 2 else (None, None)  # the JSON bytes evaluated
     if isinstance(item, SystemFile) and size is not None and len(data) > size and _digest(data[:size]) == digest:
         return data[size:]
     evaluator.stats.note(f"{key}: uploaded again after it was evaluated ({size or 0:,} bytes, now {len(data):,}) and "
@@ -897,7 +899,13 @@ def feed(evaluator: Evaluator, store: Store, listing: Listing, *, final: bool, d
     for done, (key, data) in enumerate(_prefetch(store, keys, read_workers, listing.sizes)):
         item = order[done][2]
         if not isinstance(data, Exception):
-            outcome.versions[key] = [len(data), listing.etags.get(key), _digest(data)]
+            listed_size = len(data)
+            try:
+                data = inflate(data, MAX_FILE_BYTES)
+            except ValueError as exc:
+                data = ValueError(f"{exc}; the file is not evaluated")
+        if not isinstance(data, Exception):
+            outcome.versions[key] = [listed_size, listing.etags.get(key), _digest(data), len(data)]
             if key in listing.reread:
                 data = _appended_part(evaluator, item, key, data, listing.reread[key])
         if data is not None:
