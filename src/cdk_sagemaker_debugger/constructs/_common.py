@@ -298,6 +298,8 @@ def check_reserved_concurrency(value: object, *, where: object) -> int | None:
 #: checks both layers agree): its state folder (``evaluator-state/<evaluator id>.json.gz`` and the job's lease beside
 #: it, one pair per evaluator), and ``<RuleConfigurationName>/evaluator-output/`` with the reports.
 EVALUATOR_STATE_FILE = "evaluator-state/*"
+#: The object tag the runtime writes on those state and lease objects; a lifecycle rule expires their old versions.
+EVALUATOR_STATE_TAG = ("cdk-sagemaker-debugger", "evaluator-state")
 EVALUATOR_REPORT_FOLDER = "evaluator-output"
 EVALUATOR_SUMMARY_FILE = "evaluation-summary.json"
 

@@ -24,6 +24,7 @@ from ..model.profiler_rules import ProfilerReport, ProfilerRule
 from ._common import (
     EVALUATOR_REPORT_FOLDER,
     EVALUATOR_STATE_FILE,
+    EVALUATOR_STATE_TAG,
     LazyPath,
     acknowledge_wildcards,
     check_kind,
@@ -54,6 +55,9 @@ MAX_TIMEOUT_SECONDS = 900
 MIN_TIMEOUT_SECONDS = 60
 #: Concurrent runs at most: the schedule's run, final runs of jobs that just ended, and continuations.
 DEFAULT_RESERVED_CONCURRENCY = 5
+#: How long superseded versions of the evaluator's state and lease objects are kept in a versioned bucket (each job
+#: writes them several times a minute; only the current version is ever read).
+STATE_NONCURRENT_DAYS = 1
 
 
 class MetricsSource(enum.Enum):
@@ -165,6 +169,9 @@ class RuleEvaluator(Construct):
         self.event_bus: events.IEventBus = self._bus(event_bus)
         self._create_function(memory_size, timeout_seconds, log_retention, reserved_concurrency, custom_bus=event_bus)
         self._grant_permissions()
+        #: The lifecycle rule that expires superseded versions of the state objects (None when the output bucket is
+        #: imported: add :meth:`state_lifecycle_rule` to it yourself).
+        self.state_lifecycle = self._expire_state_versions()
         self._create_rules()
 
     def _use_rules(self, rules: ProfilerRuleSet | Sequence[ProfilerRule] | None, where: str) -> None:
@@ -318,6 +325,8 @@ class RuleEvaluator(Construct):
             iam.PolicyStatement(actions=["sagemaker:ListTrainingJobs", "cloudwatch:GetMetricData",
                                          "ec2:DescribeInstanceTypes"], resources=["*"]),
             iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[state, reports]),
+            # the state and lease objects are written with the tag the lifecycle rule expires old versions by
+            iam.PolicyStatement(actions=["s3:PutObjectTagging"], resources=[state]),
             iam.PolicyStatement(actions=["s3:GetObject"], resources=[profiler_objects]),
             *self._list_bucket_statements(),
         ]
@@ -341,6 +350,28 @@ class RuleEvaluator(Construct):
             f"Resource::{profiler_objects}": "Profiler output is read per job and per minute file; scoped to the "
             "profiler-output/ folders of the family's jobs.",
         })
+
+    @staticmethod
+    def state_lifecycle_rule() -> s3.LifecycleRule:
+        """The rule that expires superseded versions of the evaluator's state and lease objects after a day (they carry
+        the object tag ``cdk-sagemaker-debugger=evaluator-state``); current versions and every other object (profiler
+        data, reports) stay."""
+        key, value = EVALUATOR_STATE_TAG
+        return s3.LifecycleRule(id="CdkSageMakerDebuggerEvaluatorState", tag_filters={key: value},
+                                noncurrent_version_expiration=cdk.Duration.days(STATE_NONCURRENT_DAYS))
+
+    def _expire_state_versions(self) -> s3.LifecycleRule | None:
+        """Add :meth:`state_lifecycle_rule` to the output bucket when this app owns it (once per bucket)."""
+        bucket = self.training_jobs.output_bucket
+        if not isinstance(bucket, s3.Bucket):
+            return None
+        existing = getattr(bucket, "_cdk_sagemaker_debugger_state_rule", None)
+        if existing is None:
+            existing = self.state_lifecycle_rule()
+            bucket.add_lifecycle_rule(**{name: getattr(existing, name) for name in ("id", "tag_filters",
+                                                                                   "noncurrent_version_expiration")})
+            bucket._cdk_sagemaker_debugger_state_rule = existing  # type: ignore[attr-defined]
+        return existing
 
     def _list_bucket_statements(self) -> list[iam.PolicyStatement]:
         """ListBucket on the family's folders (it also makes a missing state object a 404 rather than a 403)."""

@@ -12,6 +12,7 @@ from test_evaluator_lambda import (  # the moto fixture "aws" is used as a param
     JOB,
     REPORTS,
     SETTINGS,
+    STATE_KEY,
     aws,  # noqa: F401
     clients_for,
     describe,
@@ -91,3 +92,14 @@ def test_two_evaluators_over_the_same_jobs_each_evaluate_their_own_rules(aws, tm
     summary = json.loads(aws["s3"].get_object(
         Bucket=BUCKET, Key=f"output/{JOB}/rule-output/LowGpu/evaluator-output/evaluation-summary.json")["Body"].read())
     assert summary["rules"][0]["RuleToInvoke"] == "LowGPUUtilization"
+
+
+def test_state_and_lease_objects_carry_the_tag_the_lifecycle_rule_expires_old_versions_by(aws, tmp_path):
+    root = write_job(tmp_path / "po", small_spec(minutes=2))
+    for path in sorted(p for p in root.rglob("*") if p.is_file()):
+        aws["s3"].put_object(Bucket=BUCKET, Key=_key(path.relative_to(root).as_posix()), Body=path.read_bytes())
+    sm, _ = sagemaker_stub(describe("Completed"))
+    assert lh.evaluate_job(JOB, SETTINGS, clients_for(aws, sm), deadline=float("inf"))["result"] == "final"
+    for key in (STATE_KEY, STATE_KEY + ".lease"):
+        tags = aws["s3"].get_object_tagging(Bucket=BUCKET, Key=key)["TagSet"]
+        assert tags == [{"Key": "cdk-sagemaker-debugger", "Value": "evaluator-state"}], key

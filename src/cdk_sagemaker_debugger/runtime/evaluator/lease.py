@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .state import CONFLICT_CODES, error_code, is_missing
+from .state import CONFLICT_CODES, STATE_TAGGING, error_code, is_missing
 
 LEASE_SUFFIX = ".lease"
 
@@ -81,7 +81,7 @@ class Lease:
             return
         try:
             self.s3.put_object(Bucket=self.bucket, Key=self.key, Body=json.dumps({"holder": None, "expires": 0}),
-                               ContentType="application/json", IfMatch=self.etag)
+                               ContentType="application/json", Tagging=STATE_TAGGING, IfMatch=self.etag)
         except Exception:
             pass
         self.etag = None
@@ -89,7 +89,7 @@ class Lease:
     def _write(self, body: dict[str, Any], condition: dict[str, str]) -> bool:
         try:
             response = self.s3.put_object(Bucket=self.bucket, Key=self.key, Body=json.dumps(body),
-                                          ContentType="application/json", **condition)
+                                          ContentType="application/json", Tagging=STATE_TAGGING, **condition)
         except Exception as exc:
             if error_code(exc) in CONFLICT_CODES:
                 return False

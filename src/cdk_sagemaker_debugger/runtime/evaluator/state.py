@@ -17,6 +17,8 @@ from typing import Any
 #: over the same jobs, with other rules or another bus, never read each other's state).
 STATE_FOLDER = "evaluator-state"
 STATE_SUFFIX = ".json.gz"
+#: Written on the state and lease objects: the RuleEvaluator's lifecycle rule expires their superseded versions.
+STATE_TAGGING = "cdk-sagemaker-debugger=evaluator-state"
 MISSING_CODES = ("NoSuchKey", "404", "NotFound")
 CONFLICT_CODES = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
 
@@ -113,7 +115,7 @@ class S3StateStore:
         body = gzip.compress(json.dumps(state, separators=(",", ":")).encode(), compresslevel=5)
         condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
         try:
-            response = self.s3.put_object(Bucket=self.bucket, Key=self.key, Body=body,
+            response = self.s3.put_object(Bucket=self.bucket, Key=self.key, Body=body, Tagging=STATE_TAGGING,
                                           ContentType="application/json", ContentEncoding="gzip", **condition)
         except Exception as exc:
             if error_code(exc) in CONFLICT_CODES:
