@@ -158,6 +158,11 @@ class RuleRun:
     def result(self, facts: Facts, windows: int, final: bool) -> RuleResult:
         subs = []
         for rule in self.rules:
+            if not self.failed:
+                try:
+                    rule.settle()
+                except Exception as exc:  # as in evaluate(): a rule bug must not take the other rules down
+                    self.failed = f"{type(exc).__name__}: {rule.name} failed summarising its report: {exc}"
             reason = rule.gap(facts)
             if reason:
                 subs.append(SubRuleResult(rule.name, VERDICT_NOT_APPLICABLE, reason, rule.report, rule.summary))
