@@ -174,6 +174,22 @@ def test_permissions_are_scoped_to_the_job_prefix(template: Template):
     template.resource_properties_count_is("AWS::IAM::Role", {"ManagedPolicyArns": Match.any_value()}, 0)
 
 
+def test_each_job_is_a_message_of_its_own_on_a_fifo_queue(template: Template):
+    """The schedule, job-end and continuation invocations queue one message per job; the queue's event source hands
+    the function one message per invocation and takes back only the messages that failed."""
+    queues = template.find_resources("AWS::SQS::Queue", {"Properties": {"FifoQueue": True}})
+    [(queue_id, queue)] = [(k, v) for k, v in queues.items() if "RedrivePolicy" in v["Properties"]]
+    props = queue["Properties"]
+    assert props["VisibilityTimeout"] == 6 * 300 and props["SqsManagedSseEnabled"] is True
+    assert props["RedrivePolicy"]["maxReceiveCount"] == 3
+    dlq_id = props["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
+    assert queues[dlq_id]["Properties"]["FifoQueue"] is True  # a FIFO queue's dead-letter queue is FIFO too
+    template.has_resource_properties("AWS::Lambda::EventSourceMapping", {
+        "BatchSize": 1, "FunctionResponseTypes": ["ReportBatchItemFailures"],
+        "EventSourceArn": {"Fn::GetAtt": [queue_id, "Arn"]}, "ScalingConfig": {"MaximumConcurrency": 4}})
+    assert _function(template)["Environment"]["Variables"]["JOB_QUEUE_URL"] == {"Ref": queue_id}
+
+
 def test_superseded_state_versions_expire_after_a_day_in_the_output_bucket(template: Template):
     """State and lease objects are rewritten several times a minute in a versioned bucket: their old versions go,
     nothing else does (profiler data and reports keep the bucket's own retention)."""

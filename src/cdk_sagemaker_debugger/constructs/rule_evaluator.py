@@ -12,8 +12,10 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda_event_sources as lambda_events
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from ..model.errors import ConfigurationError, ConfigurationTypeError
@@ -167,7 +169,10 @@ class RuleEvaluator(Construct):
         self.source = source
         self.metric_namespace = metric_namespace
         self.event_bus: events.IEventBus = self._bus(event_bus)
+        #: One message per job and run (FIFO, grouped by job): each job is evaluated in an invocation of its own.
+        self.job_queue = self._create_job_queue(timeout_seconds)
         self._create_function(memory_size, timeout_seconds, log_retention, reserved_concurrency, custom_bus=event_bus)
+        self._consume_job_queue(reserved_concurrency)
         self._grant_permissions()
         #: The lifecycle rule that expires superseded versions of the state objects (None when the output bucket is
         #: imported: add :meth:`state_lifecycle_rule` to it yourself).
@@ -251,6 +256,7 @@ class RuleEvaluator(Construct):
                 env.PROFILER_S3_URI: self.profiler_s3_uri,
                 env.EVENT_BUS_NAME: self.event_bus.event_bus_name,
                 env.METRIC_NAMESPACE: self.metric_namespace,
+                env.JOB_QUEUE_URL: self.job_queue.queue_url,
             },
             memory_size=memory_size,
             timeout=cdk.Duration.seconds(timeout_seconds),
@@ -267,6 +273,28 @@ class RuleEvaluator(Construct):
             allow_verdict_publisher(self, self.role)
         else:
             custom_bus.grant_put_events_to(self.role)
+
+    def _create_job_queue(self, timeout_seconds: int) -> sqs.Queue:
+        """SQS FIFO: the message group is the job, so one job's runs follow each other while different jobs run in
+        parallel, and a failing job only ever holds back its own messages (docs/evaluator.md, "One job, one unit of
+        work"). Messages that failed three times go to a FIFO dead-letter queue (:attr:`job_dead_letter_queue`)."""
+        #: Job messages whose evaluation failed three times (an exception, a timeout, the memory cap).
+        self.job_dead_letter_queue = sqs.Queue(
+            self, "JobDeadLetterQueue", fifo=True, encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+            retention_period=cdk.Duration.days(14))
+        return sqs.Queue(
+            self, "JobQueue", fifo=True, encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+            # AWS's advice for a Lambda event source: at least six times the function's timeout
+            visibility_timeout=cdk.Duration.seconds(6 * timeout_seconds), retention_period=cdk.Duration.hours(1),
+            dead_letter_queue=sqs.DeadLetterQueue(queue=self.job_dead_letter_queue, max_receive_count=3))
+
+    def _consume_job_queue(self, reserved_concurrency: int | None) -> None:
+        """One message per invocation; a failed one returns alone (partial batch response). With reserved
+        concurrency, one execution stays free for the schedule's and the job-end invocations that queue the jobs."""
+        maximum = reserved_concurrency - 1 if reserved_concurrency is not None and reserved_concurrency > 2 else None
+        self.function.add_event_source(lambda_events.SqsEventSource(
+            self.job_queue, batch_size=1, report_batch_item_failures=True, max_concurrency=maximum))
+        self.job_queue.grant_send_messages(self.role)
 
     @property
     def rule_configurations(self) -> list[dict[str, Any]]:

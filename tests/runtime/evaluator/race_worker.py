@@ -1,9 +1,11 @@
-"""One evaluator invocation in its own process, for the race tests (test_evaluator_race.py).
+"""One evaluator invocation in its own process, as Lambda runs each (test_evaluator_race.py, test_evaluator_queue.py).
 
 ``python race_worker.py CONFIG.json``: runs the real Lambda handler against a moto server, with a SageMaker Stubber
 answering from the config. The config can hold the run at two points so a test can order two processes:
 ``signal_loaded`` (a file created once the run has read the job's state) and ``wait_before_save`` (a file the run
-waits for before its first state commit). Prints the handler's outcome as JSON.
+waits for before its first state commit). ``event: "sqs"`` invokes it with the job message in ``message``, as the
+queue's event source mapping does; ``memory_cap_mb`` caps the address space that far above what the interpreter uses
+when it starts evaluating (a function's memory size). Prints the handler's outcome as JSON.
 """
 
 from __future__ import annotations
@@ -81,8 +83,18 @@ def main(config_path: str) -> None:
     s3 = boto3.client("s3", region_name=region, endpoint_url=endpoint)
     clients = lh.Clients(s3=GatedS3(s3, config["state_key"], config), sagemaker=sagemaker,
                          events=boto3.client("events", region_name=region, endpoint_url=endpoint))
-    event = ({"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}} if config["event"] == "schedule"
-             else {"source": "aws.sagemaker", "detail": {"TrainingJobName": job, "TrainingJobStatus": "Completed"}})
+    if config["event"] == "sqs":
+        event: dict[str, Any] = {"Records": [{**config["message"], "eventSource": "aws:sqs"}]}
+    elif config["event"] == "schedule":
+        event = {"source": "aws.events", "detail-type": "Scheduled Event", "detail": {}}
+    else:
+        event = {"source": "aws.sagemaker", "detail": {"TrainingJobName": job, "TrainingJobStatus": "Completed"}}
+    if config.get("memory_cap_mb"):
+        import resource
+
+        in_use = int(Path("/proc/self/statm").read_text().split()[0]) * resource.getpagesize()
+        cap = in_use + config["memory_cap_mb"] * 2**20
+        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
     outcome = lh.handler(event, Context(config.get("remaining_ms", 300_000)), clients=clients, settings=settings)
     print(json.dumps(outcome))
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from . import cloudwatch
+from . import cloudwatch, dispatch
 from .contract_shared import DEFAULT_NAMESPACE, JOB_FAMILY_ENV, EvaluatorEnvironment, JobFamily, job_tags
 from .engine import (
     PROFILER_REPORT,
@@ -67,6 +67,8 @@ class Settings:
     #: Where the jobs' profiler files are (``<uri>/<job>/profiler-output/``) when a job has no ProfilerConfig: the
     #: sampler's location, set by the construct. Empty: only a job's own ProfilerConfig counts.
     profiler_s3_uri: str = ""
+    #: The queue of job messages (dispatch.py); empty: the invocation evaluates every job itself, one after another.
+    queue_url: str = ""
 
     @property
     def evaluator_id(self) -> str:
@@ -91,7 +93,7 @@ class Settings:
         return cls(family, rules, source, env.get(names.EVENT_BUS_NAME, "default"),
                    env.get(names.METRIC_NAMESPACE, DEFAULT_NAMESPACE),
                    float(env.get(names.SAFETY_MARGIN_SECONDS, "30")), int(env.get(names.READ_WORKERS, "4")),
-                   env.get(names.PROFILER_S3_URI, ""))
+                   env.get(names.PROFILER_S3_URI, ""), env.get(names.JOB_QUEUE_URL, ""))
 
 
 class Clients:
@@ -107,7 +109,7 @@ class Clients:
             import boto3
 
             service = {"sagemaker": "sagemaker", "s3": "s3", "events": "events", "cloudwatch": "cloudwatch",
-                       "ec2": "ec2"}[name]
+                       "ec2": "ec2", "sqs": "sqs"}[name]
             self._clients[name] = boto3.client(service)
         return self._clients[name]
 
@@ -554,6 +556,12 @@ def handler(event: Any, context: Any, *, clients: Clients | None = None,
     clients = clients or Clients()
     remaining = context.get_remaining_time_in_millis() / 1000 if context is not None else 900.0
     deadline = time.monotonic() + max(remaining - settings.safety_margin_s, 1.0)
+    records = dispatch.sqs_records(event)
+    if records is not None:  # one job per message: its own invocation
+        return dispatch.evaluate_records(records, lambda job: evaluate_job(job, settings, clients, deadline))
+    if settings.queue_url:  # list the jobs, queue one message each
+        jobs = jobs_for_event(event, settings, clients)
+        return {"jobs": dispatch.enqueue(clients.sqs, settings.queue_url, jobs, event, time.time())}
     outcomes = []
     failed = []
     for job in jobs_for_event(event, settings, clients):
