@@ -1,6 +1,6 @@
 """The evaluator at cluster scale: the deployed invocation model, run locally against a moto S3 server.
 
-    python benchmarks/evaluator_scale.py [--nodes 1,16,64] [--cores 8] [--gpus 8] [--interval-ms 100] [--minutes 6]
+    python benchmarks/evaluator_scale.py [--nodes 1,4,16] [--cores 8] [--gpus 8] [--interval-ms 100] [--minutes 6]
                                          [--age-minutes 20] [--memory-mb 1769] [--full]
 
 For each cluster size it simulates a training job minute by minute: every node uploads its minute file, then one
@@ -24,6 +24,7 @@ import json
 import os
 import re
 import socket
+import subprocess
 import sys
 import tempfile
 import time
@@ -171,6 +172,12 @@ def simulate(endpoint: str, s3: Any, nodes: int, args: argparse.Namespace, minut
     return runs
 
 
+def empty_bucket(s3: Any) -> None:
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):
+        for item in page.get("Contents", []):
+            s3.delete_object(Bucket=BUCKET, Key=item["Key"])
+
+
 def per_minute(runs: list[Invocation]) -> dict[str, float]:
     n = len(runs)
     return {"wall": sum(r.wall_s for r in runs) / n, "cpu": sum(r.cpu_s for r in runs) / n,
@@ -193,6 +200,7 @@ def report_sizes(endpoint: str, s3: Any, args: argparse.Namespace) -> None:
     baseline: dict[str, float] | None = None
     for nodes in args.nodes:
         runs = simulate(endpoint, s3, nodes, args, args.minutes)
+        empty_bucket(s3)
         m = per_minute(runs[len(runs) // 2 :])
         cost = cost_per_job_hour(m, args.memory_mb)
         baseline = baseline or {**m, "cost": cost}
@@ -214,7 +222,8 @@ def report_age(endpoint: str, s3: Any, args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--nodes", default="1,16,64", help="cluster sizes, comma-separated (default 1,16,64)")
+    parser.add_argument("--nodes", default="1,4,16",
+                        help="cluster sizes, comma-separated (default 1,4,16; --nodes 1,16,64 for the issue's sizes)")
     parser.add_argument("--cores", type=int, default=8, help="cores per node (default 8; the issue's size: 192)")
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--interval-ms", type=int, default=100)
@@ -223,34 +232,38 @@ def main(argv: list[str] | None = None) -> int:
                         "windows close: a window waits for the 3 minutes of files after it)")
     parser.add_argument("--age-minutes", type=int, default=20, help="length of the 1-node flat-cost run (0: none)")
     parser.add_argument("--memory-mb", type=int, default=1769, help="the function's memory (default 1769)")
-    parser.add_argument("--full", action="store_true", help="192 cores, 10 minutes per size, and a 24-hour job")
+    parser.add_argument("--full", action="store_true",
+                        help="1, 16 and 64 nodes of 192 cores, 10 minutes per size, and a 24-hour job")
     args = parser.parse_args(argv)
     args.nodes = [int(n) for n in re.split(r"[, ]+", args.nodes) if n]
     if args.full:
-        args.cores, args.minutes, args.age_minutes = 192, 10, 1440
-    from moto.server import ThreadedMotoServer
-
+        args.nodes, args.cores, args.minutes, args.age_minutes = [1, 16, 64], 192, 10, 1440
     # imported before the invocations fork: like a warm Lambda, an invocation does not pay for its imports
     from cdk_sagemaker_debugger.runtime.evaluator import lambda_handler  # noqa: F401
 
     os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION=REGION)
     import boto3
 
+    # moto in a process of its own: the invocations fork from this process, whose memory must stay small for their
+    # peak RSS to be their own
     port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port)
-    server.start()
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
     try:
-        import logging
-
-        logging.getLogger("werkzeug").setLevel(logging.ERROR)
         s3 = boto3.client("s3", region_name=REGION, endpoint_url=endpoint)
-        s3.create_bucket(Bucket=BUCKET)
+        for _ in range(100):
+            try:
+                s3.create_bucket(Bucket=BUCKET)
+                break
+            except Exception:  # not listening yet
+                time.sleep(0.2)
         report_sizes(endpoint, s3, args)
         if args.age_minutes:
             report_age(endpoint, s3, args)
     finally:
-        server.stop()
+        server.terminate()
+        server.wait(timeout=30)
     return 0
 
 
