@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from evaluator_jobs import report, small_spec
 
-from cdk_sagemaker_debugger.runtime.evaluator import engine
-from cdk_sagemaker_debugger.runtime.evaluator.engine import evaluate_store
+from cdk_sagemaker_debugger.runtime.evaluator import reading
 from cdk_sagemaker_debugger.runtime.evaluator.readers import inflate
+from cdk_sagemaker_debugger.runtime.evaluator.reading import evaluate_store
 from cdk_sagemaker_debugger.runtime.evaluator.report import report_files
 from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import StepSpec, write_job
@@ -45,7 +45,7 @@ def test_gzip_minute_files_give_the_reports_of_the_plain_files(tmp_path: Path, l
 def test_a_gzip_file_that_inflates_past_the_file_limit_is_reported_not_read(tmp_path: Path, monkeypatch):
     root = write_job(tmp_path / "po", SPEC)
     first = _profiler_files(root / "system")[0]
-    monkeypatch.setattr(engine, "MAX_FILE_BYTES", first.stat().st_size - 1)  # every plain file still fits
+    monkeypatch.setattr(reading, "MAX_FILE_BYTES", first.stat().st_size - 1)  # every plain file still fits
     first.write_bytes(gzip.compress(first.read_bytes() + b"\n" * 64))
     ev = evaluate_store(LocalStore(root), [report()], read_workers=1)
     assert any(first.name in p and "once decompressed; the file is not evaluated" in p for p in ev.stats.problems)

@@ -22,7 +22,8 @@ from test_evaluator_lambda import (  # the moto fixture "aws" is used as a param
 
 from cdk_sagemaker_debugger.runtime.evaluator import lambda_handler as lh
 from cdk_sagemaker_debugger.runtime.evaluator.contract_shared import JobFamily
-from cdk_sagemaker_debugger.runtime.evaluator.engine import RuleConfig, evaluate_store
+from cdk_sagemaker_debugger.runtime.evaluator.engine import RuleConfig
+from cdk_sagemaker_debugger.runtime.evaluator.reading import evaluate_store
 from cdk_sagemaker_debugger.runtime.evaluator.report import report_files
 from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import constant, write_job

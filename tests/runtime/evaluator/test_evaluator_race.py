@@ -20,7 +20,7 @@ import pytest
 from evaluator_jobs import report, small_spec
 from test_evaluator_lambda import BUCKET, JOB, REGION, STATE_KEY, describe
 
-from cdk_sagemaker_debugger.runtime.evaluator.engine import evaluate_store
+from cdk_sagemaker_debugger.runtime.evaluator.reading import evaluate_store
 from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import constant, write_job
 
