@@ -49,13 +49,7 @@ from ..model.contract import (
     JobFamily,
 )
 from ..model.errors import ConfigurationError, ConfigurationTypeError
-from ..model.job_family import (
-    check_job_name_prefix,
-    check_pipeline_name,
-    check_tag,
-    family_label,
-    job_name_pattern,
-)
+from ..model.job_family import check_job_name_prefix, check_pipeline_name, check_tag, family_label, job_name_pattern
 from ._cdk.checks import check_kind, key_prefix
 from ._cdk.images import concrete_region
 

@@ -1,4 +1,4 @@
-"""Moved to :mod:`cdk_sagemaker_debugger.model.request.members`; this name stays importable as the same module."""
+"""Moved to ``cdk_sagemaker_debugger.model.request.members``; this name stays importable as the same module."""
 
 import sys
 

@@ -24,10 +24,11 @@ def finding_target(scope: IConstruct) -> cdk.CfnResource:
     return child  # type: ignore[return-value]
 
 
-def acknowledge(scope: IConstruct, findings: dict[str, str]) -> None:
-    """Acknowledge cdk-nag / validation findings on the one resource behind ``scope``, each with its specific reason."""
+def acknowledge(scope: IConstruct, findings: dict[str, str], *, resource: cdk.CfnResource | None = None) -> None:
+    """Acknowledge cdk-nag / validation findings on the one resource behind ``scope`` (``resource`` when the caller
+    holds it already), each with its specific reason: one call for all of them."""
     if findings:
-        cdk.Validations.of(finding_target(scope)).acknowledge(
+        cdk.Validations.of(resource if resource is not None else finding_target(scope)).acknowledge(
             *(cdk.Acknowledgment(id=finding_id, reason=reason) for finding_id, reason in findings.items())
         )
 
@@ -47,7 +48,8 @@ def _flatten(value: object) -> str:
     return str(value)
 
 
-def acknowledge_wildcards(scope: IConstruct, findings: dict[str, str], *, stack: cdk.Stack | None = None) -> None:
+def acknowledge_wildcards(scope: IConstruct, findings: dict[str, str], *, stack: cdk.Stack | None = None,
+                          resource: cdk.CfnResource | None = None) -> None:
     """Acknowledge each AwsSolutions-IAM5 finding of one resource on its own, with its own reason.
 
     ``scope`` is the policy-bearing resource (an ``iam.Policy``, a role whose inline policy holds the statements, or
@@ -69,7 +71,7 @@ def acknowledge_wildcards(scope: IConstruct, findings: dict[str, str], *, stack:
             ids[f"AwsSolutions::AwsSolutions-IAM5[{kind}::{spelled.get(target, target)}]"] = reason
         else:
             ids[key] = reason
-    acknowledge(scope, ids)
+    acknowledge(scope, ids, resource=resource)
 
 
 class Findings:
@@ -81,12 +83,17 @@ class Findings:
         self._scope = scope
         self._stack = stack
         self._pending: dict[str, dict[str, str]] | None = {}
+        self._resources: dict[str, cdk.CfnResource] = {}
+
+    def register(self, target: str, resource: cdk.CfnResource) -> None:
+        """The CloudFormation resource at path ``target`` (the caller built it, so it need not be looked up)."""
+        self._resources[target] = resource
 
     def add(self, target: str, findings: dict[str, str]) -> None:
         """Record ``findings`` (``Resource::...``, ``Action::...`` or finding ids, to reasons) of the resource at path
         ``target`` below the scope; a second reason for the same finding is appended to the first."""
         if self._pending is None:
-            acknowledge_wildcards(self._resource_at(target), findings, stack=self._stack)
+            self._acknowledge(target, findings)
             return
         known = self._pending.setdefault(target, {})
         for finding, reason in findings.items():
@@ -97,7 +104,12 @@ class Findings:
         """Acknowledge what was collected: one call per resource."""
         pending, self._pending = self._pending, None
         for target, grouped in (pending or {}).items():
-            acknowledge_wildcards(self._resource_at(target), grouped, stack=self._stack)
+            self._acknowledge(target, grouped)
+
+    def _acknowledge(self, target: str, findings: dict[str, str]) -> None:
+        resource = self._resources.get(target)
+        scope = resource if resource is not None else self._resource_at(target)
+        acknowledge_wildcards(scope, findings, stack=self._stack, resource=resource)
 
     def _resource_at(self, path: str) -> IConstruct:
         node: IConstruct = self._scope

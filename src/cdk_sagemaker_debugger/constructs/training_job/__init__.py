@@ -1,9 +1,9 @@
 """ProfiledTrainingJob: a validated CreateTrainingJob request with profiler and debugger rules, launched by Step Functions
 (.sync).
 
-The job is a package, one part per concept: :mod:`.channels` (input channels), :mod:`.props` (prop checks that need
-the construct), :mod:`.execution_role` (the role's statements and their cdk-nag findings), :mod:`.state_machine`
-(naming, launching, run on deploy), :mod:`.pipeline` (the Pipelines step) and :mod:`.engines` (what each rule engine
+The job is a package, one part per concept: ``.channels`` (input channels), ``.props`` (prop checks that need
+the construct), ``.execution_role`` (the role's statements and their cdk-nag findings), ``.state_machine``
+(naming, launching, run on deploy), ``.pipeline`` (the Pipelines step) and ``.engines`` (what each rule engine
 adds). The request's members are rendered in ``model/request/``.
 """
 
@@ -39,7 +39,6 @@ from ...model.job_family import check_job_tags, job_name_pattern
 from ...model.metric_rules import MetricRule
 from ...model.profiler_config import ProfilerConfig
 from ...model.profiler_rules import ProfilerRule
-from ...model.request import render
 from ...model.request.members import (
     ExperimentConfig,
     InstanceGroup,
@@ -48,7 +47,7 @@ from ...model.request.members import (
     TrainingImageConfig,
     request_members,
 )
-from ...model.request.training import example_job_name, normalize_string_map
+from ...model.request.training import normalize_string_map
 from ...model.rule_engine import RuleEngine
 from .._cdk.images import concrete_region
 from .._cdk.lazy import LazyPath
@@ -62,6 +61,7 @@ from .channels import InputChannel
 from .coarse_sampling import warn_about_coarse_sampling
 from .execution_role import ExecutionPolicy
 from .pipeline import pipeline_step as _pipeline_step
+from .request import render_job_request
 from .state_machine import create_launch, start_on_deploy
 
 __all__ = ["ProfiledTrainingJob", "InputChannel", "family_metric"]
@@ -400,6 +400,7 @@ class ProfiledTrainingJob(Construct):
             versioned=True,
             minimum_tls_version=1.2,
         )
+        self._findings.register("OutputBucket", bucket.node.default_child)  # type: ignore[arg-type]
         self._findings.add("OutputBucket", {
             "AwsSolutions::AwsSolutions-S1": "Training outputs are written only by SageMaker through the execution "
             "role; pass output_bucket= with server access logging if your audit policy requires request logs."
@@ -548,32 +549,7 @@ class ProfiledTrainingJob(Construct):
     # -- the request ---------------------------------------------------------------------------------------------------
     def render_request(self, *, job_name: str | None = None) -> dict[str, Any]:
         """The CreateTrainingJob request (CDK tokens unresolved). ``job_name`` defaults to an example generated name."""
-        channels, environment, engine_members = self._engine.request(
-            [channel.to_request() for channel in self.inputs], self._environment, job_name=job_name)
-        return render.render_training_request(
-            job_name=job_name or example_job_name(self.job_name_prefix),
-            algorithm=render.algorithm_specification(training_image=self.training_image,
-                                                     algorithm_name=self.algorithm_name,
-                                                     input_mode=self.training_input_mode),
-            role_arn=self._role_arn,
-            channels=channels,
-            output=render.output_data_config(s3_output_path=self.output_s3_uri, kms_key_id=self._output_key_arn),
-            resource=render.resource_config(instance_type=self.instance_type, instance_count=self.instance_count,
-                                            volume_size_in_gb=self.volume_size_in_gb,
-                                            volume_kms_key_id=self._volume_key_arn),
-            vpc=render.vpc_config(security_group_ids=self._security_group_ids, subnets=self._subnet_ids,
-                                  in_vpc=self.vpc is not None),
-            stopping=self._stopping,
-            hyperparameters=self._hyperparameters,
-            environment=environment,
-            tags=self.tags,
-            network_isolation=self.enable_network_isolation,
-            inter_container_encryption=self.encrypt_inter_container_traffic,
-            managed_spot=self.use_spot_instances,
-            checkpoint=render.checkpoint_config(s3_uri=self.checkpoint_s3_uri, local_path=self.checkpoint_local_path),
-            engine_members=engine_members,
-            members=self.request_members,
-        )
+        return render_job_request(self, job_name=job_name)
 
     def validate_request(self) -> list[str]:
         """Every problem of the rendered request (empty when it is valid). Runs automatically at synth."""

@@ -34,6 +34,13 @@ class JobParts(Protocol):
 
     node: Node
     job_name_prefix: str
+    training_input_mode: str
+    volume_size_in_gb: int
+    vpc: Any
+    tags: dict[str, str]
+    encrypt_inter_container_traffic: bool
+    use_spot_instances: bool
+    checkpoint_local_path: str | None
     training_image: str | None
     algorithm_name: str | None
     training_image_repository: ecr.IRepository | None
@@ -72,6 +79,12 @@ class JobParts(Protocol):
     _policy: Any
     _findings: Findings
     _output_bucket_arn: str
+    _output_key_arn: str | None
+    _volume_key_arn: str | None
+    _security_group_ids: list[str]
+    _subnet_ids: list[str]
+    _stopping: dict[str, Any]
+    _hyperparameters: Mapping[str, str] | None
     _role_arn: str
 
     @property

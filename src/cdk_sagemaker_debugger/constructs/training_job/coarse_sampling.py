@@ -18,7 +18,7 @@ WARNING_ID = "cdk-sagemaker-debugger:coarseSampling"
 def warn_about_coarse_sampling(job: JobParts) -> None:
     """Warn at synth, for each rule of the job's rule set (now and added later), when its sample counts take longer
     than half an hour at the job's sampling interval."""
-    interval = job._engine.sampling_interval_ms()
+    interval = job._engine.sampling_interval_ms()  # the sampler's, or Debugger's profiler's
     if interval is None or job.rule_set is None:
         return
 

@@ -59,6 +59,7 @@ class ExecutionPolicy:
                 {"Version": "2012-10-17", "Statement": self._pending})},
         )
         self.owned_role = role
+        job._findings.register("ExecutionRole", role.node.default_child)  # type: ignore[arg-type]
         self._pending = None
         self._grant_role_dependent(role)
         job._engine.grant_on_role(role)

@@ -1,8 +1,8 @@
 """The CreateTrainingJob request, one renderer per member (like aws-cdk's ``renderAlgorithmSpecification``,
 ``renderResourceConfig``, ``renderStoppingCondition``): the only place that spells the request's member names.
 
-A construct hands its props to these renderers and :func:`render_training_request` puts the members together with
-the extra members of :mod:`.members` (``RequestMembers``) and the members of its rule engine, in the order the
+A construct hands its props to these renderers and ``render_training_request`` puts the members together with
+the extra members of ``.members`` (``RequestMembers``) and the members of its rule engine, in the order the
 SageMaker Python SDK sends them.
 """
 
@@ -38,7 +38,7 @@ def algorithm_specification(*, training_image: str | None, algorithm_name: str |
 
 def resource_config(*, instance_type: str, instance_count: int, volume_size_in_gb: int,
                     volume_kms_key_id: str | None) -> dict[str, Any]:
-    """``ResourceConfig``: one instance type and count (instance groups replace them in :class:`RequestMembers`)."""
+    """``ResourceConfig``: one instance type and count (instance groups replace them in ``RequestMembers``)."""
     resource: dict[str, Any] = {
         "InstanceType": instance_type,
         "InstanceCount": instance_count,

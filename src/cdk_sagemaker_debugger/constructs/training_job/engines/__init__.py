@@ -1,5 +1,5 @@
-"""The rule engines of a ProfiledTrainingJob, one binding each: :mod:`.evaluator` (the sampler and the RuleEvaluator,
-the default) and :mod:`.debugger` (SageMaker Debugger's profiler, rules, hook and rule containers). The only place
+"""The rule engines of a ProfiledTrainingJob, one binding each: ``.evaluator`` (the sampler and the RuleEvaluator,
+the default) and ``.debugger`` (SageMaker Debugger's profiler, rules, hook and rule containers). The only place
 that asks which engine a job uses."""
 
 from __future__ import annotations

@@ -49,10 +49,6 @@ class RuleEngineBinding(abc.ABC):
         """The in-container sampler the job runs (given a Sampler), or None."""
 
     @abc.abstractmethod
-    def sampling_interval_ms(self) -> int | None:
-        """How often the job's rules get a sample, in milliseconds; None when nothing samples in the container."""
-
-    @abc.abstractmethod
     def check_metric_rule(self, rule: MetricRule) -> None:
         """A metric rule added to the job's rule set."""
 
@@ -83,6 +79,11 @@ class RuleEngineBinding(abc.ABC):
     def rule_actions_policy(self) -> iam.Policy | None:
         """The execution role's policy for rule actions, or None."""
         return None
+
+    @abc.abstractmethod
+    def sampling_interval_ms(self) -> int | None:
+        """How often the job's rules get a sample; None when nothing samples (the evaluator then reads CloudWatch
+        minutes and rescales the counts itself)."""
 
     def problems(self) -> list[str]:
         """What is wrong with the job at synth (rules added after construction)."""

@@ -100,11 +100,10 @@ class DebuggerBinding(RuleEngineBinding):
         return None
 
     def sampling_interval_ms(self) -> int | None:
-        """Debugger's profiler interval (its default, 500 ms, when not set); None with the profiler off."""
-        profiler = self._job.profiler
-        if profiler.disable_profiler:
+        """Debugger's profiler's interval (its default when not set); None with the profiler off."""
+        if self._job.profiler.disable_profiler:
             return None
-        return profiler.profiling_interval_millis or DEFAULT_INTERVAL_MS
+        return self._job.profiler.profiling_interval_millis or DEFAULT_INTERVAL_MS
 
     def check_metric_rule(self, rule: MetricRule) -> None:
         raise rule.debugger_error(where=self._job._where)  # type: ignore[arg-type]

@@ -77,9 +77,8 @@ class EvaluatorBinding(RuleEngineBinding):
                 where=self._job._where, field="environment", value=taken)
 
     def sampling_interval_ms(self) -> int | None:
-        """The sampler's interval; None without a sampler (the evaluator then reads CloudWatch minutes)."""
-        sampler = self._job.sampler
-        return None if sampler is None else sampler.interval_millis
+        """The sampler's interval."""
+        return self._job.sampler.interval_millis if self._job.sampler is not None else None
 
     def check_metric_rule(self, rule: MetricRule) -> None:
         """A metric rule runs on metrics this job's MetricDefinitions produce."""
