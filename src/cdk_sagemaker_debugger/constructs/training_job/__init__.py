@@ -92,7 +92,7 @@ class ProfiledTrainingJob(Construct):
       fail when the construct is created, or at synth for rules added later.
 
     A role you pass is used unchanged (no grants). The execution role this construct creates may not write the
-    RuleEvaluator's state and reports of its runs (``<output>/<prefix>-*/rule-output/evaluator-state.json.gz`` and
+    RuleEvaluator's state and reports of its runs (``<output>/<prefix>-*/rule-output/evaluator-state/*`` and
     ``.../rule-output/*/evaluator-output/*``).
 
     Every prop but ``job_name_prefix`` and one of ``training_image`` / ``algorithm_name`` is optional. docs/request.md

@@ -9,6 +9,7 @@ write. A crash before the commit loses nothing: the next run starts again from t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -18,10 +19,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from . import cloudwatch
+from . import cloudwatch, dispatch
 from .contract_shared import DEFAULT_NAMESPACE, JOB_FAMILY_ENV, EvaluatorEnvironment, JobFamily, job_tags
 from .engine import PROFILER_REPORT, Evaluator, RuleConfig, RuleResult
 from .html_report import render
+from .lease import LEASE_SUFFIX, Lease
 from .metric_rules import MetricEvaluation, is_metric_rule
 from .metric_rules import render_html as render_metric_html
 from .metric_rules import source_label as metric_source_label
@@ -29,7 +31,7 @@ from .publish import continuation_event, emf_lines, emit_emf, put_events, status
 from .reading import Cursor, feed, list_new_files
 from .report import HTML_NAME, SUMMARY_NAME, report_files, summary
 from .rules import MaxInitializationTime, epoch_seconds
-from .state import STATE_FILE, ConcurrentUpdateError, DamagedStateError, S3StateStore
+from .state import ConcurrentUpdateError, DamagedStateError, S3StateStore, state_key
 from .storage import S3Store, job_profiler_store, split_s3_uri
 from .tensor_evaluation import TensorEvaluation, is_tensor_rule
 
@@ -59,6 +61,17 @@ class Settings:
     #: Where the jobs' profiler files are (``<uri>/<job>/profiler-output/``) when a job has no ProfilerConfig: the
     #: sampler's location, set by the construct. Empty: only a job's own ProfilerConfig counts.
     profiler_s3_uri: str = ""
+    #: The queue of job messages (dispatch.py); empty: the invocation evaluates every job itself, one after another.
+    queue_url: str = ""
+
+    @property
+    def evaluator_id(self) -> str:
+        """Names this evaluator's state: a fingerprint of what it evaluates and where it publishes, so two
+        evaluators over the same jobs (other rules, another bus) never share a state, and a redeployment with other
+        rules starts its jobs afresh rather than continuing the old rules."""
+        identity = json.dumps([self.family.to_json(), [r.to_dict() for r in self.rules], self.source, self.event_bus,
+                               self.namespace, self.profiler_s3_uri], sort_keys=True)
+        return hashlib.sha256(identity.encode()).hexdigest()[:16]
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -74,7 +87,7 @@ class Settings:
         return cls(family, rules, source, env.get(names.EVENT_BUS_NAME, "default"),
                    env.get(names.METRIC_NAMESPACE, DEFAULT_NAMESPACE),
                    float(env.get(names.SAFETY_MARGIN_SECONDS, "30")), int(env.get(names.READ_WORKERS, "4")),
-                   env.get(names.PROFILER_S3_URI, ""))
+                   env.get(names.PROFILER_S3_URI, ""), env.get(names.JOB_QUEUE_URL, ""))
 
 
 class Clients:
@@ -90,7 +103,7 @@ class Clients:
             import boto3
 
             service = {"sagemaker": "sagemaker", "s3": "s3", "events": "events", "cloudwatch": "cloudwatch",
-                       "ec2": "ec2"}[name]
+                       "ec2": "ec2", "sqs": "sqs"}[name]
             self._clients[name] = boto3.client(service)
         return self._clients[name]
 
@@ -195,11 +208,11 @@ def run_profiler(run: JobRun, store: S3Store, terminal: bool, deadline: float, s
     listing = list_new_files(store, sys_cursor, fw_cursor)
     ended = terminal or listing.ended
     outcome = feed(run.evaluator, store, listing, final=ended, deadline=deadline, read_workers=settings.read_workers)
-    sys_cursor.advance(outcome.system_consumed)
-    fw_cursor.advance(outcome.framework_consumed)
+    sys_cursor.advance(outcome.system_consumed, versions=outcome.versions)
+    fw_cursor.advance(outcome.framework_consumed, versions=outcome.versions)
     # files named in the future are reported once and never read; they must not move the cursors' time
-    sys_cursor.seen.update(k for k in outcome.ignored if k.startswith("system/"))
-    fw_cursor.seen.update(k for k in outcome.ignored if not k.startswith("system/"))
+    sys_cursor.seen.update((k, None) for k in outcome.ignored if k.startswith("system/"))
+    fw_cursor.seen.update((k, None) for k in outcome.ignored if not k.startswith("system/"))
     state["system_cursor"] = sys_cursor.to_state()
     state["framework_cursor"] = fw_cursor.to_state()
     run.windows = outcome.windows
@@ -319,9 +332,9 @@ class StoredState:
             return None
 
 
-def open_state(job: str, clients: Clients, bucket: str, base: str) -> StoredState:
+def open_state(job: str, clients: Clients, bucket: str, key: str) -> StoredState:
     """Load the job's state object; an unreadable one (not gzip, not JSON) is set aside."""
-    stored = StoredState(S3StateStore(clients.s3, bucket, f"{base}/{STATE_FILE}"), None, None)
+    stored = StoredState(S3StateStore(clients.s3, bucket, key), None, None)
     try:
         stored.state, stored.etag = stored.store.load()
     except DamagedStateError as damaged:
@@ -384,8 +397,16 @@ def family_refusal(job: str, description: dict[str, Any], settings: Settings, cl
     return family.refusal(job, tags)
 
 
+#: How many times a run of an ended job starts again from the state another run committed before it.
+FINAL_ATTEMPTS = 5
+MAX_RUN_S = 900.0  # Lambda's longest invocation: no lease outlives it (plus the commit margin)
+
+
 def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float, now: float | None = None
                  ) -> dict[str, Any]:
+    """Evaluate one job under its lease. The run of an ended job always ends in its final evaluation: it waits for
+    a run that holds the lease, starts again from the state of a run that committed first, and asks for a
+    continuation when it runs out of time (so a final evaluation is never lost to a scheduled run in flight)."""
     now = time.time() if now is None else now
     try:
         description = clients.sagemaker.describe_training_job(TrainingJobName=job)
@@ -402,7 +423,35 @@ def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float
         return {"job": job, "result": "not in the family", "reason": refusal}
     bucket, prefix = split_s3_uri(description["OutputDataConfig"]["S3OutputPath"])
     base = f"{prefix.strip('/')}/{job}/rule-output".lstrip("/")
-    stored = open_state(job, clients, bucket, base)
+    key = state_key(base, settings.evaluator_id)
+    terminal = description.get("TrainingJobStatus") in TERMINAL
+    lease = Lease(clients.s3, bucket, key + LEASE_SUFFIX)
+    give_up_at = time.time() + min(max(deadline - time.monotonic(), 0.0), MAX_RUN_S)
+    until = give_up_at + settings.safety_margin_s
+    if not lease.acquire(until):
+        if not terminal:
+            return {"job": job, "result": "busy", "reason": "another run of this job holds its lease"}
+        if not lease.wait(until, give_up_at):
+            put_events(clients.events, [continuation_event(job, settings.event_bus)])
+            return {"job": job, "result": "deferred", "reason": "another run of this job held its lease"}
+    try:
+        for _attempt in range(FINAL_ATTEMPTS if terminal else 1):
+            outcome = evaluate_held(job, description, settings, clients, (bucket, base, key), deadline, now)
+            if outcome["result"] != "conflict" or not terminal:
+                return outcome
+            LOG.warning("%s: the job ended and another run committed first; evaluating again from its state", job)
+            now = time.time()
+        put_events(clients.events, [continuation_event(job, settings.event_bus)])
+        return outcome
+    finally:
+        lease.release()
+
+
+def evaluate_held(job: str, description: dict[str, Any], settings: Settings, clients: Clients,
+                  where: tuple[str, str, str], deadline: float, now: float) -> dict[str, Any]:
+    """One evaluation of a job whose lease this run holds: read its state, evaluate what is new, commit, deliver."""
+    bucket, base, key = where
+    stored = open_state(job, clients, bucket, key)
     state = stored.state
     pending = bool(state and (state.get("outbox") or state.get("reports_due")))
     if state and state.get("final") and not pending:
@@ -567,6 +616,12 @@ def handler(event: Any, context: Any, *, clients: Clients | None = None,
     clients = clients or Clients()
     remaining = context.get_remaining_time_in_millis() / 1000 if context is not None else 900.0
     deadline = time.monotonic() + max(remaining - settings.safety_margin_s, 1.0)
+    records = dispatch.sqs_records(event)
+    if records is not None:  # one job per message: its own invocation
+        return dispatch.evaluate_records(records, lambda job: evaluate_job(job, settings, clients, deadline))
+    if settings.queue_url:  # list the jobs, queue one message each
+        jobs = jobs_for_event(event, settings, clients)
+        return {"jobs": dispatch.enqueue(clients.sqs, settings.queue_url, jobs, event, time.time())}
     outcomes = []
     failed = []
     for job in jobs_for_event(event, settings, clients):
