@@ -49,14 +49,13 @@ from ...model.request.members import (
 )
 from ...model.request.training import normalize_string_map
 from ...model.rule_engine import RuleEngine
-from .. import multinode
 from .._cdk.images import concrete_region
 from .._cdk.lazy import LazyPath
 from .._cdk.nag import Findings
 from ..family import TrainingJobs, family_metric
 from ..rule_set import ProfilerRuleSet
 from ..sampler import DEFAULT_SAMPLER, Sampler
-from . import engines, props
+from . import engines, multinode, props
 from ._shared import CONSTANTS, PSEUDO, WARNING_PREFIX
 from .channels import InputChannel
 from .coarse_sampling import warn_about_coarse_sampling

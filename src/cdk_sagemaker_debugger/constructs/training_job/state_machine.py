@@ -16,9 +16,9 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 
 from ...model.request.training import example_job_name
-from .. import multinode
 from .._cdk.lazy import lazy_any
 from ._shared import CONSTANTS, PSEUDO
+from .multinode import with_run_name as hyperparameters_with_run_name
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._parts import JobParts
@@ -102,7 +102,7 @@ def state_parameters(job: JobParts) -> dict[str, Any]:
     request = job.render_request(job_name=placeholder)
     del request["TrainingJobName"]
     if "HyperParameters" in request:
-        request["HyperParameters"] = multinode.with_run_name(request["HyperParameters"], placeholder)
+        request["HyperParameters"] = hyperparameters_with_run_name(request["HyperParameters"], placeholder)
     for configuration in request.get("DebugRuleConfigurations", ()):
         if "RuleParameters" in configuration:
             configuration["RuleParameters"] = with_run_name(configuration["RuleParameters"], placeholder)

@@ -15,16 +15,16 @@ from aws_cdk import aws_ec2 as ec2
 from aws_cdk import aws_iam as iam
 from constructs import IValidation
 
-from ..model.errors import ConfigurationError, ConfigurationTypeError
-from ..model.job_checks import JobShape, check_job
-from ..model.launchers import LAUNCHER_HYPERPARAMETERS, check_launcher
-from ..model.training_code import CODE_HYPERPARAMETERS, JOB_NAME, check_reserved, code_hyperparameters
-from ._cdk.nag import KMS_KEY_FINDINGS
-from .checkpoints import Checkpoints
-from .training_code import BoundTrainingCode, TrainingCode
+from ...model.errors import ConfigurationError, ConfigurationTypeError
+from ...model.job_checks import JobShape, check_job
+from ...model.launchers import LAUNCHER_HYPERPARAMETERS, check_launcher
+from ...model.training_code import CODE_HYPERPARAMETERS, JOB_NAME, check_reserved, code_hyperparameters
+from .._cdk.nag import KMS_KEY_FINDINGS
+from ..checkpoints import Checkpoints
+from ..training_code import BoundTrainingCode, TrainingCode
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .training_job import ProfiledTrainingJob
+    from ._parts import JobParts as ProfiledTrainingJob
 
 __all__ = ["resolve_props", "attach_code", "grant_job_locations", "secure_cluster_network", "hyperparameters",
            "with_run_name"]
