@@ -28,11 +28,8 @@ from .model.errors import ConfigurationError, did_you_mean
 from .model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_REPORT, PROFILER_RULE_SPECS
 from .rules import RULE_CLASSES, from_name
 from .runtime.evaluator import cloudwatch
+from .runtime.evaluator.advice import OUTCOMES, outcome
 from .runtime.evaluator.engine import (
-    STATUS_ERROR,
-    STATUS_IN_PROGRESS,
-    STATUS_ISSUES,
-    STATUS_NO_ISSUES,
     Evaluator,
     RuleConfig,
     RuleResult,
@@ -51,7 +48,7 @@ EXIT_UNWRITABLE = 4
 
 EXIT_CODES = """exit status:
   0  the rules were evaluated (issues found or not)
-  1  --fail-on STATUS: at least one rule reached that status
+  1  --fail-on STATUS: at least one rule ended with that outcome
   2  usage error: unknown flag or rule, bad parameter, --out not a folder, unknown --profile, no region
   3  the profiler data could not be read: no such folder, job or data, access denied, no AWS credentials
   4  the report (evaluate) or the samples (sample) could not be written to --out
@@ -59,8 +56,8 @@ EXIT_CODES = """exit status:
 EVALUATE_USAGE = """%(prog)s (PATH_OR_S3_URI | --training-job NAME) --out DIR
         [--rule NAME[:param=value,...]]... [--fail-on STATUS[,STATUS]] [--format text|json] [--quiet]
         [--region REGION] [--profile PROFILE]"""
-#: The statuses the evaluator gives a configured rule; --fail-on accepts these.
-RULE_STATUSES = (STATUS_ISSUES, STATUS_ERROR, STATUS_NO_ISSUES, STATUS_IN_PROGRESS)
+#: The outcomes the evaluator gives a configured rule (the words the table prints); --fail-on accepts these.
+RULE_STATUSES = OUTCOMES
 
 
 class UsageError(Exception):
@@ -117,11 +114,11 @@ class CommandFailure(Exception):
 
 
 def fail_on_statuses(text: str) -> tuple[str, ...]:
-    """``--fail-on IssuesFound,Error``: rule statuses, spelled exactly (a CI gate must not pass on a typo)."""
+    """``--fail-on IssuesFound,Error``: rule outcomes, spelled exactly (a CI gate must not pass on a typo)."""
     statuses = tuple(s.strip() for s in text.split(",") if s.strip())
     for status in statuses or ("",):
         if status not in RULE_STATUSES:
-            raise argparse.ArgumentTypeError(f"{status!r} is not a rule status; use one of "
+            raise argparse.ArgumentTypeError(f"{status!r} is not a rule outcome; use one of "
                                              f"{', '.join(RULE_STATUSES)}.{did_you_mean(status, RULE_STATUSES)}")
     return statuses
 
@@ -214,7 +211,8 @@ def show(args: argparse.Namespace, evaluation: Evaluation, out: Path, summary_te
         stdout.write(summary_text + "\n")
         notes: TextIO | None = None if args.quiet else stderr
     else:
-        stdout.write(verdict_table(evaluation.results) + "\n")
+        windows = int(evaluation.evaluator.diagnostics().get("windows", 0) or 0)
+        stdout.write(verdict_table(evaluation.results, windows) + "\n")
         notes = stdout
     diagnostics = evaluation.evaluator.diagnostics()
     if diagnostics["bad_lines"] or diagnostics["bad_files"]:
@@ -226,9 +224,9 @@ def show(args: argparse.Namespace, evaluation: Evaluation, out: Path, summary_te
 
 def fail_on_exit(args: argparse.Namespace, results: list[RuleResult], stderr: TextIO) -> int:
     wanted = {status for group in args.fail_on or () for status in group}
-    hits = [r for r in results if r.status in wanted]
-    for result in hits:
-        stderr.write(f"--fail-on {result.status}: {result.configuration_name} reached {result.status}\n")
+    hits = [(r, outcome(r)) for r in results if outcome(r) in wanted]
+    for result, word in hits:
+        stderr.write(f"--fail-on {word}: {result.configuration_name} reached {word}\n")
     return EXIT_FAILED if hits else EXIT_OK
 
 
@@ -347,8 +345,9 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--rule", action="append", metavar="NAME[:param=value,...]",
                     help="rule to evaluate (repeatable); default: ProfilerReport with every rule at its defaults")
     ev.add_argument("--fail-on", action="append", type=fail_on_statuses, metavar="STATUS[,STATUS]",
-                    help=f"exit 1 when any rule reaches one of these statuses ({', '.join(RULE_STATUSES)}); "
-                         "repeatable, e.g. --fail-on IssuesFound,Error")
+                    help=f"exit 1 when any rule ends with one of these outcomes ({', '.join(RULE_STATUSES)}; "
+                         "NotApplicable: nothing could be judged, e.g. a CPU-only host); repeatable, "
+                         "e.g. --fail-on IssuesFound,Error,NotApplicable")
     ev.add_argument("--format", choices=("text", "json"), default="text",
                     help=f"json: print only the evaluation summary (as in {SUMMARY_NAME}) on stdout")
     ev.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no notes on stderr")

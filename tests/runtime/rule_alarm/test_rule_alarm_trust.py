@@ -157,6 +157,7 @@ def test_the_alarm_reads_where_the_evaluator_writes() -> None:
     """The two runtime packages cannot import each other; their shared layout is checked here, with the constructs'."""
     assert reports.REPORT_FOLDER == evaluator_handler.REPORT_FOLDER == _common.EVALUATOR_REPORT_FOLDER
     assert reports.SUMMARY_NAME == evaluator_report.SUMMARY_NAME == _common.EVALUATOR_SUMMARY_FILE
+    assert reports.HTML_NAME == evaluator_report.HTML_NAME  # the e-mail links the HTML report beside the summary
     assert evaluator_state.STATE_FILE == _common.EVALUATOR_STATE_FILE
     description = {"TrainingJobName": "exp-1", "OutputDataConfig": {"S3OutputPath": "s3://bucket/out/"}}
     assert reports.summary_location(description, "StepOutlier") == (
