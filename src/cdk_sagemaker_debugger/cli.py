@@ -36,6 +36,7 @@ from .runtime.evaluator.engine import (
     evaluate_store,
 )
 from .runtime.evaluator.html_report import render
+from .runtime.evaluator.mlflow_export import MlflowExportError, MlflowTarget, export
 from .runtime.evaluator.report import HTML_NAME, SUMMARY_NAME, report_files, summary, verdict_table
 from .runtime.evaluator.rules import RuleConfigError, coerce_parameter
 from .runtime.evaluator.storage import EvaluationInputError, Store, open_profiler_output
@@ -51,11 +52,11 @@ EXIT_CODES = """exit status:
   1  --fail-on STATUS: at least one rule ended with that outcome
   2  usage error: unknown flag or rule, bad parameter, --out not a folder, unknown --profile, no region
   3  the profiler data could not be read: no such folder, job or data, access denied, no AWS credentials
-  4  the report (evaluate) or the samples (sample) could not be written to --out
+  4  the report (evaluate) or the samples (sample) could not be written to --out, or to the --mlflow-run
 """
 EVALUATE_USAGE = """%(prog)s (PATH_OR_S3_URI | --training-job NAME) --out DIR
         [--rule NAME[:param=value,...]]... [--fail-on STATUS[,STATUS]] [--format text|json] [--quiet]
-        [--region REGION] [--profile PROFILE]"""
+        [--mlflow-run RUN_ID [--mlflow-tracking-uri URI]] [--region REGION] [--profile PROFILE]"""
 #: The outcomes the evaluator gives a configured rule (the words the table prints); --fail-on accepts these.
 RULE_STATUSES = OUTCOMES
 
@@ -248,7 +249,23 @@ def cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
                      f"Free some space or pass another --out\n")
         return EXIT_UNWRITABLE
     show(args, evaluation, out, summary_text, stdout, stderr)
+    if args.mlflow_run:
+        try:
+            where = export_to_mlflow(args, evaluation, out)
+        except MlflowExportError as exc:
+            stderr.write(f"error: the rules were evaluated and the report written to {out}, but not to MLflow: {exc}\n")
+            return EXIT_UNWRITABLE
+        if not args.quiet:
+            stderr.write(f"wrote the verdicts, metrics and report to {where}\n")
     return fail_on_exit(args, evaluation.results, stderr)
+
+
+def export_to_mlflow(args: argparse.Namespace, evaluation: Evaluation, out: Path) -> str:
+    """The verdicts as tags and metrics, the HTML report and the summary as artifacts, into ``--mlflow-run``."""
+    target = MlflowTarget(args.mlflow_run, args.mlflow_tracking_uri or os.environ.get("MLFLOW_TRACKING_URI"))
+    windows = int(evaluation.evaluator.diagnostics().get("windows", 0) or 0)
+    files = {"": {HTML_NAME: (out / HTML_NAME).read_bytes(), SUMMARY_NAME: (out / SUMMARY_NAME).read_bytes()}}
+    return export(target, evaluation.results, windows, files)
 
 
 def listed_parameters(spec: Any) -> list[Any]:
@@ -351,6 +368,10 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--format", choices=("text", "json"), default="text",
                     help=f"json: print only the evaluation summary (as in {SUMMARY_NAME}) on stdout")
     ev.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no notes on stderr")
+    ev.add_argument("--mlflow-run", metavar="RUN_ID", help="also write the verdicts (tags), per-rule metrics and the "
+                    "report (artifacts) into this MLflow run; needs pip install 'cdk-sagemaker-debugger[mlflow]'")
+    ev.add_argument("--mlflow-tracking-uri", metavar="URI", help="the run's tracking server: a URL, or a SageMaker "
+                    "tracking server ARN (with sagemaker-mlflow); default: MLFLOW_TRACKING_URI")
     ev.add_argument("--region", help="AWS region of the training job and its clients (as in the AWS CLI)")
     ev.add_argument("--profile", help="AWS profile from ~/.aws/config to use (as in the AWS CLI)")
 
