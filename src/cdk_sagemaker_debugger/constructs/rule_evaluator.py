@@ -33,6 +33,7 @@ from ._common import (
     runtime_function,
     whole_seconds,
 )
+from .evaluator_mlflow import EvaluatorMlflow
 from .event_bus import allow_verdict_publisher, verdict_bus
 from .family import TrainingJobs, check_training_jobs
 from .rule_set import ProfilerRuleSet
@@ -136,6 +137,7 @@ class RuleEvaluator(Construct):
         timeout: cdk.Duration | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
         reserved_concurrency: int | None = DEFAULT_RESERVED_CONCURRENCY,
+        mlflow: EvaluatorMlflow | None = None,
     ) -> None:
         """
         Args:
@@ -150,6 +152,8 @@ class RuleEvaluator(Construct):
             timeout: the function's timeout (60-900 s). Default: 5 minutes.
             log_retention: retention of the function's log group. Default: three months.
             reserved_concurrency: concurrent runs at most (None: no reservation). Default: 5.
+            mlflow: write each job's verdicts, metrics and report into the job's own MLflow run (an
+                :class:`cdk_sagemaker_debugger.EvaluatorMlflow`). Default: None (no MLflow export).
         """
         super().__init__(scope, id)
         where = self.node.path
@@ -165,7 +169,17 @@ class RuleEvaluator(Construct):
         self.event_bus: events.IEventBus = self._bus(event_bus)
         self._create_function(memory_size, timeout_seconds, log_retention, reserved_concurrency, custom_bus=event_bus)
         self._grant_permissions()
+        #: The MLflow export's grants (empty without ``mlflow=``).
+        self.mlflow_grants = self._bind_mlflow(mlflow)
         self._create_rules()
+
+    def _bind_mlflow(self, mlflow: EvaluatorMlflow | None) -> list[iam.Grant]:
+        if mlflow is None:
+            return []
+        if not isinstance(mlflow, EvaluatorMlflow):
+            raise ConfigurationTypeError(f"expected an EvaluatorMlflow, got {type(mlflow).__name__} {mlflow!r}.",
+                                         where=self.node.path, field="mlflow", value=mlflow)
+        return mlflow._bind(self, self.function, self.role)
 
     def _use_rules(self, rules: ProfilerRuleSet | Sequence[ProfilerRule] | None, where: str) -> None:
         source_of_rules = _rule_source(rules, self.training_jobs.training_job)

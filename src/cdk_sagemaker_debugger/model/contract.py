@@ -82,6 +82,8 @@ class EvaluatorEnvironment:
     METRIC_NAMESPACE = "METRIC_NAMESPACE"
     SAFETY_MARGIN_SECONDS = "SAFETY_MARGIN_SECONDS"
     READ_WORKERS = "READ_WORKERS"
+    #: RuleEvaluator(mlflow=...): the one tracking server whose runs the evaluator writes (unset: no MLflow export).
+    MLFLOW_TRACKING_SERVER_ARN = "MLFLOW_TRACKING_SERVER_ARN"
 
 
 class GpuWatchEnvironment:

@@ -152,3 +152,23 @@ def test_tags_and_metrics_follow_the_verdicts():
     tags, metrics = run_contents(ev.results(final=True), 3)
     assert tags["debugger/ProfilerReport/BatchSize"] in ("IssuesFound", "NoIssuesFound")
     assert set(metrics) >= {"debugger/LowGPUUtilization/violations", "debugger/StepOutlier/datapoints"}
+
+
+def test_the_lambda_delivers_into_the_jobs_run_on_the_allowed_server_only(tracking_uri: str):
+    from cdk_sagemaker_debugger.runtime.evaluator.lambda_handler import render_reports
+    from cdk_sagemaker_debugger.runtime.evaluator.mlflow_export import deliver
+
+    ev = evaluate(small_spec(gpu_util=lambda *a: 20.0), report())
+    results = ev.results(final=True)
+    reports = render_reports("out/job-1/rule-output", results, ev, "job-1", "test")
+    run_id = _new_run(tracking_uri, "lambda")
+    described = {"MlflowConfig": {"MlflowResourceArn": tracking_uri}, "MlflowDetails": {"MlflowRunId": run_id}}
+    assert "not the one this evaluator may write" in deliver(described, results, 3, reports, "http://elsewhere")
+    assert "has no MLflow run" in deliver({}, results, 3, reports, tracking_uri)
+    assert deliver(described, results, 3, reports, tracking_uri) is None
+    client = MlflowClient(tracking_uri=tracking_uri)
+    assert client.get_run(run_id).data.tags["debugger/ProfilerReport/outcome"] == "IssuesFound"
+    assert _artifacts(client, run_id, "debugger/ProfilerReport") == {
+        "debugger/ProfilerReport/profiler-report.html", "debugger/ProfilerReport/evaluation-summary.json"}
+    unknown = dict(described, MlflowDetails={"MlflowRunId": "f" * 32})
+    assert f"MLflow run {'f' * 32}" in deliver(unknown, results, 3, reports, tracking_uri)  # reported, not raised

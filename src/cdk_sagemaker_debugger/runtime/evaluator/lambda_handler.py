@@ -29,6 +29,7 @@ from .engine import (
     feed,
     list_new_files,
 )
+from . import mlflow_export
 from .html_report import render
 from .metric_rules import MetricEvaluation, is_metric_rule
 from .metric_rules import render_html as render_metric_html
@@ -484,6 +485,10 @@ def commit_and_deliver(run: JobRun, stored: StoredState, description: dict[str, 
     if reports_due:
         write_reports(clients.s3, bucket, run.reports or [])
         emit_emf(emf_lines(job, results, settings.namespace))
+        mlflow_note = mlflow_export.deliver(description, results, evaluator.windows_evaluated, run.reports or [],
+                                            os.environ.get(EvaluatorEnvironment.MLFLOW_TRACKING_SERVER_ARN))
+        if mlflow_note and os.environ.get(EvaluatorEnvironment.MLFLOW_TRACKING_SERVER_ARN):
+            LOG.warning("%s: verdicts not written to MLflow: %s", job, mlflow_note)
     if outbox:
         put_events(clients.events, [status_change_event(job, description["TrainingJobArn"], outbox, settings.event_bus)])
     if outbox or reports_due:

@@ -26,6 +26,7 @@ from typing import Any
 
 from . import advice
 from .engine import RuleResult
+from .report import HTML_NAME, SUMMARY_NAME
 
 PREFIX = "debugger"
 MAX_TAG_VALUE_CHARS = 5000  # MLflow's limit for a tag value is 8000; reasons are far shorter
@@ -127,3 +128,28 @@ def export(target: MlflowTarget, results: list[RuleResult], windows: int, files:
             except Exception as exc:  # the artifact store (S3 for SageMaker's servers) refused or is unreachable
                 raise MlflowExportError(f"MLflow run {target.run_id}: the artifacts could not be written: {exc}") from exc
     return f"MLflow run {target.run_id}"
+
+
+def deliver(description: Mapping[str, Any], results: list[RuleResult], windows: int,
+            reports: list[tuple[str, bytes, str]], allowed_arn: str | None) -> str | None:
+    """The Lambda's export after the reports are written: into the job's own run, on the one tracking server the
+    function may write (``allowed_arn``). Returns why nothing was written (None: written); never raises, so a
+    tracking server that is down never costs the job its verdicts (the next run writes them again)."""
+    if not allowed_arn:
+        return "no MLflow export configured"
+    target = MlflowTarget.from_description(description)
+    if target is None:
+        return "the job has no MLflow run (no MlflowConfig, or SageMaker has not created the run yet)"
+    if target.tracking_uri != allowed_arn:
+        return f"the job's tracking server {target.tracking_uri} is not the one this evaluator may write"
+    os.environ.setdefault("SAGEMAKER_PRESIGNED_URL_UPLOAD_ENABLED", "false")
+    files: dict[str, dict[str, bytes]] = {}
+    for key, body, _content_type in reports:
+        parts = key.split("/")
+        if len(parts) >= 3 and parts[-1] in (HTML_NAME, SUMMARY_NAME):
+            files.setdefault(parts[-3], {})[parts[-1]] = body
+    try:
+        export(target, results, windows, files)
+    except Exception as exc:  # noqa: BLE001 - logged by the caller; the verdicts are in S3 and on the bus already
+        return f"{type(exc).__name__}: {exc}"
+    return None
