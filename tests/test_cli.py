@@ -112,6 +112,17 @@ def test_rules_lists_the_catalog():
     for name in (*RULE_FILES, "ProfilerReport"):
         assert f"\n{name}\n" in f"\n{out}"
     assert "    window = 500" in out
+    assert "    scan_interval_us = 60000000" in out  # every parameter the --rule option accepts
+    for name in ("LossNotDecreasing", "Overfit", "StalledTraining"):  # and the metric rules
+        assert f"\n{name}\n" in out
+
+
+def test_sample_help_says_what_it_does_and_its_exit_codes():
+    code, out, _ = run("sample", "--help")
+    assert code == 0
+    assert "in SageMaker Debugger's profiler layout" in out and "evaluate DIR --out REPORT" in out
+    for status in ("0  the samples were written", "2  usage error", "4  --out is held by another sampler"):
+        assert status in out
 
 
 def test_the_console_script_runs_without_aws_cdk(job: Path, tmp_path: Path):
@@ -245,7 +256,10 @@ def test_rules_as_json_for_tooling():
     rules = {r["name"]: r for r in json.loads(out)["rules"]}
     assert set(rules) == RULE_FILES | {"ProfilerReport"}
     low = {p["name"]: p["default"] for p in rules["LowGPUUtilization"]["parameters"]}
-    assert low == {"threshold_p95": 70, "threshold_p5": 10, "window": 500, "patience": 1000}
+    assert low == {"threshold_p95": 70, "threshold_p5": 10, "window": 500, "patience": 1000,
+                   "scan_interval_us": 60_000_000}
+    metric = {r["name"]: r for r in json.loads(out)["metric_rules"]}
+    assert metric["Overfit"]["metrics"] == ["train_metric", "validation_metric"]
     assert rules["LowGPUUtilization"]["summary"] and "LowGPUUtilization" in rules["ProfilerReport"]["overridable"]
 
 

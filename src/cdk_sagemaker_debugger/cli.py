@@ -54,6 +54,11 @@ EXIT_CODES = """exit status:
   3  the profiler data could not be read: no such folder, job or data, access denied, no AWS credentials
   4  the report (evaluate) or the samples (sample) could not be written to --out, or to the --mlflow-run
 """
+SAMPLE_EXIT_CODES = """exit status:
+  0  the samples were written to --out (and uploaded, with --s3-uri)
+  2  usage error: a bad option value, or --s3-uri without a job name
+  4  --out is held by another sampler, or cannot be written
+"""
 EVALUATE_USAGE = """%(prog)s (PATH_OR_S3_URI | --training-job NAME) --out DIR
         [--rule NAME[:param=value,...]]... [--fail-on STATUS[,STATUS]] [--format text|json] [--quiet]
         [--mlflow-run RUN_ID [--mlflow-tracking-uri URI]] [--region REGION] [--profile PROFILE]"""
@@ -269,38 +274,61 @@ def export_to_mlflow(args: argparse.Namespace, evaluation: Evaluation, out: Path
 
 
 def listed_parameters(spec: Any) -> list[Any]:
-    """A rule's parameters as users set them (scan_interval_us is the evaluator's clock, not a rule knob)."""
-    return [p for p in spec.parameters if p.name != "scan_interval_us"]
+    """A rule's parameters as users set them, scan_interval_us (the analysis window's length) included."""
+    return list(spec.parameters)
+
+
+def _parameter(p: Any) -> dict[str, Any]:
+    return {"name": p.name, "default": p.default, "description": p.doc}
 
 
 def rules_catalog() -> dict[str, Any]:
-    """``rules --format json``: what tooling needs to build or check a --rule option."""
+    """``rules --format json``: what tooling needs to build or check a --rule option, and the metric rules."""
+    from .model.metric_rules import METRIC_RULE_SPECS
+
     rules: list[dict[str, Any]] = [
-        {"name": name, "summary": spec.summary,
-         "parameters": [{"name": p.name, "default": p.default, "description": p.doc} for p in listed_parameters(spec)]}
+        {"name": name, "summary": spec.summary, "parameters": [_parameter(p) for p in listed_parameters(spec)]}
         for name, spec in PROFILER_RULE_SPECS.items()
     ]
     rules.append({"name": PROFILER_REPORT, "summary": "Runs every rule above with its defaults and writes the HTML "
                   "report; override a rule's parameter with <RuleName>_<parameter>=<value>.", "parameters": [],
                   "overridable": list(OVERRIDABLE_BY_PROFILER_REPORT)})
-    return {"rules": rules}
+    metric_rules = [
+        {"name": name, "summary": spec.summary, "metrics": list(spec.metric_arguments),
+         "parameters": [_parameter(p) for p in spec.parameters], "replaces": spec.debugger_rule}
+        for name, spec in METRIC_RULE_SPECS.items()
+    ]
+    return {"rules": rules, "metric_rules": metric_rules}
 
 
 def cmd_rules(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    catalog = rules_catalog()
     if args.format == "json":
-        stdout.write(json.dumps(rules_catalog(), indent=2) + "\n")
+        stdout.write(json.dumps(catalog, indent=2) + "\n")
         return EXIT_OK
-    for name, spec in PROFILER_RULE_SPECS.items():
-        stdout.write(f"{name}\n    {spec.summary}\n")
-        params = listed_parameters(spec)
-        for p in params:
-            stdout.write(f"    {p.name} = {p.default!r}\n")
-        if not params:
-            stdout.write("    (no parameters)\n")
+    stdout.write("Profiler rules (evaluate --rule NAME[:param=value,...]; RuleEvaluator; ProfiledTrainingJob)\n\n")
+    for rule in catalog["rules"][:-1]:
+        _write_rule(stdout, rule)
     stdout.write(f"{PROFILER_REPORT}\n    Runs every rule above with its defaults and writes the HTML report; override with "
                  f"<RuleName>_<parameter>, e.g. --rule {PROFILER_REPORT}:LowGPUUtilization_window=60\n"
-                 f"    overridable: {', '.join(OVERRIDABLE_BY_PROFILER_REPORT)}\n")
+                 f"    overridable: {', '.join(OVERRIDABLE_BY_PROFILER_REPORT)}\n\n")
+    stdout.write("Metric rules (RuleEvaluator only: they read the job's training metrics from CloudWatch, named by "
+                 "its metric_definitions)\n\n")
+    for rule in catalog["metric_rules"]:
+        _write_rule(stdout, rule, note=f"metrics: {', '.join(rule['metrics'])}; in place of Debugger's "
+                                       f"{rule['replaces']}")
     return EXIT_OK
+
+
+def _write_rule(stdout: TextIO, rule: dict[str, Any], note: str | None = None) -> None:
+    stdout.write(f"{rule['name']}\n    {rule['summary']}\n")
+    if note:
+        stdout.write(f"    {note}\n")
+    for p in rule["parameters"]:
+        doc = f"  # {p['description']}" if p["description"] else ""
+        stdout.write(f"    {p['name']} = {p['default']!r}{doc}\n")
+    if not rule["parameters"]:
+        stdout.write("    (no parameters)\n")
 
 
 def cmd_sample(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -344,7 +372,12 @@ def build_parser() -> argparse.ArgumentParser:
     rl.set_defaults(func=cmd_rules)
     from .runtime.sampler.settings import add_arguments as add_sample_arguments
 
-    sm = sub.add_parser("sample", help="sample this host (CPU, memory, network, GPUs) into DIR in Debugger's layout")
+    sm = sub.add_parser("sample", help="sample this host (CPU, memory, network, GPUs) into DIR in Debugger's layout",
+                        description="Sample this host's CPU, memory, network, I/O and GPUs (nvidia-smi, when present) "
+                        "into --out in SageMaker Debugger's profiler layout, as the sampler does inside a training "
+                        "container; then evaluate the folder with 'cdk-sagemaker-debugger evaluate DIR --out REPORT'. "
+                        "Stops after --duration seconds, or on Ctrl-C.",
+                        epilog=SAMPLE_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_sample_arguments(sm, out_required=True)
     sm.set_defaults(func=cmd_sample)
     return parser

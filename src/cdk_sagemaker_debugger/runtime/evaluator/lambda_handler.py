@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from . import cloudwatch
+from . import cloudwatch, mlflow_export
 from .contract_shared import DEFAULT_NAMESPACE, JOB_FAMILY_ENV, EvaluatorEnvironment, JobFamily, job_tags
 from .engine import (
     PROFILER_REPORT,
@@ -29,7 +29,6 @@ from .engine import (
     feed,
     list_new_files,
 )
-from . import mlflow_export
 from .html_report import render
 from .metric_rules import MetricEvaluation, is_metric_rule
 from .metric_rules import render_html as render_metric_html
