@@ -15,7 +15,7 @@ export JSII_NODE = $(NODE)
 export CDK_DISABLE_VERSION_CHECK = 1
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: all venv node synth test lint bench docs clean chromium
+.PHONY: all venv node synth test lint bench docs dist clean chromium
 
 all: test
 
@@ -60,10 +60,17 @@ docs: venv
 	$(PY) -m pdoc $(PDOC_FLAGS) --output-directory build/api cdk_sagemaker_debugger
 	@echo "API reference: build/api/index.html"
 
+# The wheel and the sdist, checked the way a package index checks them (tests/test_dist.py installs the wheel).
+dist: venv
+	rm -rf dist
+	$(PY) -m build --no-isolation --sdist --wheel --outdir dist .
+	$(PY) -m twine check --strict dist/*
+	@ls dist/* | sed 's/^/built /'
+
 bench: venv
 	$(PY) benchmarks/synth.py
 	$(PY) benchmarks/evaluator.py
 	$(PY) benchmarks/sampler.py
 
 clean:
-	rm -rf cdk.out build/api $(VENV) node_modules .pytest_cache
+	rm -rf cdk.out build/api dist $(VENV) node_modules .pytest_cache
