@@ -1,0 +1,53 @@
+"""What a training job's execution role needs for the sampler, as one grant: read the sampler bundle (the one object)
+and upload the profiler files (the one prefix, ``<output>/<job name prefix>-*/profiler-output/``).
+
+``ProfiledTrainingJob`` grants this to the execution role it creates; :meth:`ProfiledTrainingJob.grant_sampler` gives
+the same to a role you pass (``role=``), with the same cdk-nag acknowledgement on that role's policy alone.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import aws_cdk as cdk
+from aws_cdk import aws_iam as iam
+
+from ..model.errors import ConfigurationError
+from ..model.parameters import is_token
+from ._common import acknowledge_wildcards
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .training_job import ProfiledTrainingJob
+
+_S3_URI = re.compile(r"^s3://(?P<bucket>[^/]+)/?(?P<key>.*)$")
+
+
+def upload_prefix(job: ProfiledTrainingJob) -> str:
+    """The ARN pattern of the profiler files of the job's runs."""
+    match = _S3_URI.match(job.profiler_s3_uri) if not is_token(job.profiler_s3_uri) else None
+    key = match["key"].strip("/") if match else job.output_prefix
+    bucket_arn = (f"arn:{cdk.Aws.PARTITION}:s3:::{match['bucket']}" if match
+                  else job._output_bucket_arn)  # noqa: SLF001 - the job's own output bucket
+    return f"{bucket_arn}/{key + '/' if key else ''}{job.job_name_prefix}-*/profiler-output/*"
+
+
+def grant_sampler(job: ProfiledTrainingJob, grantee: iam.IGrantable) -> iam.Grant:
+    """``s3:GetObject`` on the sampler bundle object and ``s3:PutObject`` on the profiler-output prefix of the job's
+    runs, nothing else (no bucket-wide read of the assets bucket)."""
+    bundle = job.sampler_bundle
+    if bundle is None:
+        raise ConfigurationError("the job has no sampler (sampler=None, or it stepped aside): nothing to grant",
+                                 where=job.node.path, field="sampler")
+    read = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:GetObject"],
+                                      resource_arns=[bundle.bucket.arn_for_objects(bundle.s3_object_key)])
+    uploads = upload_prefix(job)
+    write = iam.Grant.add_to_principal(grantee=grantee, actions=["s3:PutObject"], resource_arns=[uploads])
+    # the role's own policy holds the statement: the wildcard (one per run's job name) is acknowledged there alone
+    principal = grantee.grant_principal
+    default = principal.node.try_find_child("DefaultPolicy") if hasattr(principal, "node") else None
+    if default is not None:
+        acknowledge_wildcards(default, {f"Resource::{uploads}": "The sampler uploads each run's profiler files to "
+                                        "<job>/profiler-output/, whose job name is generated per run; scoped to "
+                                        "this prefix."}, stack=cdk.Stack.of(job))
+    return read.combine(write)
