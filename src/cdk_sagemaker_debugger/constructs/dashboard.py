@@ -19,6 +19,7 @@ from constructs import Construct
 
 from ..model.contract import DEFAULT_NAMESPACE, GPU_WATCH_DIMENSION, LOWEST_GPU_UTILIZATION_METRIC, GpuWatchEnvironment
 from ..model.errors import ConfigurationError, ConfigurationTypeError
+from ..model.host_devices import resolve_gpus_per_host
 from ..model.parameters import is_token
 from ..model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_REPORT, PROFILER_RULE_SPECS
 from ..model.rule_engine import RuleEngine
@@ -197,7 +198,7 @@ class TrainingDashboard(Construct):
                                          field="alarm", value=alarm)
         return alarm
 
-    def _devices(self, instance_type: Any, gpus_per_host: Any, where: str) -> tuple[int, int | None]:
+    def _devices(self, instance_type: Any, gpus_per_host_prop: Any, where: str) -> tuple[int, int | None]:
         if instance_type is None and self.training_job is not None:
             instance_type = self.training_job.instance_type
         if instance_type is not None and not isinstance(instance_type, str):
@@ -207,18 +208,7 @@ class TrainingDashboard(Construct):
         gpus, vcpus = instance_devices(literal_type)
         if gpus is None and known_without_gpu(literal_type):
             gpus = 0
-        if gpus_per_host is not None:
-            if isinstance(gpus_per_host, bool) or not isinstance(gpus_per_host, int) or not 0 <= gpus_per_host <= 64:
-                raise ConfigurationError(f"must be a whole number of GPUs per instance from 0 to 64, got "
-                                         f"{gpus_per_host!r}.", where=where, field="gpus_per_host", value=gpus_per_host)
-            gpus = gpus_per_host
-        if gpus is None:
-            known = "is not known to the library's GPU table" if instance_type else "is not given"
-            raise ConfigurationError(
-                f"the instance type {instance_type!r} {known}, so GPU utilisation cannot be shown per GPU. Pass "
-                "instance_type= (for example 'ml.g5.12xlarge') or gpus_per_host= (for example 8 for ml.p4d.24xlarge).",
-                where=where, field="instance_type" if instance_type is None else "gpus_per_host", value=instance_type)
-        return gpus, vcpus
+        return resolve_gpus_per_host(instance_type, gpus_per_host_prop, gpus, where=where), vcpus
 
     # -- alarms --------------------------------------------------------------------------------------------------------
     def _create_watch(self, log_retention: logs.RetentionDays) -> None:

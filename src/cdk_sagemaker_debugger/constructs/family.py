@@ -47,7 +47,13 @@ from ..model.contract import (
     JobFamily,
 )
 from ..model.errors import ConfigurationError, ConfigurationTypeError
-from ..model.job_family import check_job_name_prefix, check_pipeline_name, check_tag, job_name_pattern
+from ..model.job_family import (
+    check_job_name_prefix,
+    check_pipeline_name,
+    check_tag,
+    family_label,
+    job_name_pattern,
+)
 from ._common import check_kind, concrete_region, key_prefix
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,7 +102,7 @@ class TrainingJobs:
         #: Which jobs, as the functions apply it.
         self.family = family
         #: Human-readable description, for descriptions and messages (for example ``training jobs resnet-*``).
-        self.label = label
+        self.label = family_label(label)
         self.output_bucket = output_bucket
         self.output_prefix: str = key_prefix(output_prefix, where=where, field="output_prefix") or ""
         self.profiler_bucket: s3.IBucket = profiler_bucket or output_bucket

@@ -152,8 +152,8 @@ class RuleAlarm(Construct):
         self.rule_names: tuple[str, ...] | None = _check_rule_names(rule_names, self.training_job, where=where)
 
     def _use_actions(self, actions: Sequence[Action] | ActionList, where: str) -> None:
-        self._emails: list[str] = []
-        self._phone_numbers: list[str] = []
+        self._emails: list[Email] = []
+        self._phone_numbers: list[SMS] = []
         stop = _split_actions(actions, where=where, emails=self._emails, phone_numbers=self._phone_numbers)
         #: The prefix StopTraining may stop (None without StopTraining; "" for any job of a tag family): the narrower
         #: of its prefix and the family's.
@@ -186,10 +186,10 @@ class RuleAlarm(Construct):
             enforce_ssl=True,
             display_name="SageMaker rule alarm",
         )
-        for address in self._emails:
-            self.topic.add_subscription(subscriptions.EmailSubscription(address))
-        for number in self._phone_numbers:
-            self.topic.add_subscription(subscriptions.SmsSubscription(number))
+        for email in self._emails:
+            self.topic.add_subscription(subscriptions.EmailSubscription(email.endpoint))
+        for sms in self._phone_numbers:
+            self.topic.add_subscription(subscriptions.SmsSubscription(sms.endpoint))
 
     def _create_table(self) -> None:
         self.table = dynamodb.Table(
@@ -310,16 +310,16 @@ class RuleAlarm(Construct):
     def add_email_subscriber(self, address: str) -> sns.Subscription:
         """Send the notifications to one more e-mail address (the recipient must confirm the subscription); returns
         the subscription."""
-        endpoint = Email(address).endpoint
-        _add_unique(self._emails, endpoint, where=self.node.path, field="actions")
-        return self.topic.add_subscription(subscriptions.EmailSubscription(endpoint))
+        email = Email(address)
+        _add_unique(self._emails, email, where=self.node.path, field="actions")
+        return self.topic.add_subscription(subscriptions.EmailSubscription(email.endpoint))
 
     def add_sms_subscriber(self, phone_number: str) -> sns.Subscription:
         """Send the short notification to one more phone number (E.164, for example ``+15555550100``); returns the
         subscription."""
-        endpoint = SMS(phone_number).endpoint
-        _add_unique(self._phone_numbers, endpoint, where=self.node.path, field="actions")
-        return self.topic.add_subscription(subscriptions.SmsSubscription(endpoint))
+        sms = SMS(phone_number)
+        _add_unique(self._phone_numbers, sms, where=self.node.path, field="actions")
+        return self.topic.add_subscription(subscriptions.SmsSubscription(sms.endpoint))
 
     def on_transition(
         self, id: str, *, target: events.IRuleTarget | None = None, description: str | None = None
@@ -510,7 +510,7 @@ def _job_rule_names(training_job: ProfiledTrainingJob) -> set[str]:
 
 
 def _split_actions(
-    actions: object, *, where: str, emails: list[str], phone_numbers: list[str]
+    actions: object, *, where: str, emails: list[Email], phone_numbers: list[SMS]
 ) -> StopTraining | None:
     if isinstance(actions, Action):
         actions = [actions]
@@ -524,9 +524,9 @@ def _split_actions(
     stop: StopTraining | None = None
     for position, action in enumerate(actions):
         if isinstance(action, Email):
-            _add_unique(emails, action.endpoint, where=where, field="actions")
+            _add_unique(emails, action, where=where, field="actions")
         elif isinstance(action, SMS):
-            _add_unique(phone_numbers, action.endpoint, where=where, field="actions")
+            _add_unique(phone_numbers, action, where=where, field="actions")
         elif isinstance(action, StopTraining):
             if stop is not None:
                 raise ConfigurationError(
@@ -547,9 +547,14 @@ def _split_actions(
     return stop
 
 
-def _add_unique(values: list[str], value: str, *, where: str, field: str) -> None:
-    if value in values:
-        raise ConfigurationError(f"{value!r} is given twice.", where=where, field=field, value=value)
+def _add_unique(values: list[Any], value: Email | SMS, *, where: str, field: str) -> None:
+    """One subscription per subscriber, as SNS tells them apart (e-mail domains case-insensitively)."""
+    for known in values:
+        if known.subscriber == value.subscriber:
+            same = "is given twice" if known.endpoint == value.endpoint else (
+                f"is the same subscriber as {known.endpoint!r} (SNS compares e-mail domains case-insensitively, so it "
+                "would get every notification twice); give it once")
+            raise ConfigurationError(f"{value.endpoint!r} {same}.", where=where, field=field, value=value.endpoint)
     values.append(value)
 
 

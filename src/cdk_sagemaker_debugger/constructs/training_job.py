@@ -34,7 +34,7 @@ from ..model.distribution import DebuggerFeatures, Distribution, check_debugger_
 from ..model.errors import ConfigurationError, ConfigurationTypeError, UnsupportedRegionError
 from ..model.frameworks import FrameworkInfo, parse_training_image
 from ..model.images import DEBUGGER_UNSUPPORTED_REGIONS, partition_of
-from ..model.job_family import job_name_pattern
+from ..model.job_family import check_job_tags, job_name_pattern
 from ..model.metric_rules import MetricRule, check_metric_names
 from ..model.parameters import is_token
 from ..model.pipeline_definition import PIPELINE_JOB_NAME_PREFIX, training_step
@@ -60,6 +60,7 @@ from ..model.training_request import (
     normalize_string_map,
 )
 from ..runtime.sampler import contract as sampler_contract
+from ._coarse_sampling import warn_about_coarse_sampling
 from ._common import (
     EVALUATOR_REPORT_FOLDER,
     EVALUATOR_STATE_FILE,
@@ -595,7 +596,7 @@ class ProfiledTrainingJob(Construct):
         self.inputs = tuple(inputs or ())
         self.enable_network_isolation = enable_network_isolation
         self.encrypt_inter_container_traffic = encrypt_inter_container_traffic
-        self.tags = dict(tags or {})
+        self.tags = check_job_tags(tags, where=self._where)
 
     def _choose_profiling(self, sampler: Any) -> None:
         """How the job is profiled: metric rules checked against metric_definitions as they are added (issue 13.3),
@@ -605,6 +606,7 @@ class ProfiledTrainingJob(Construct):
         self.framework = parse_training_image(self.training_image)
         self._check_profiler_features()
         self.sampler = self._choose_sampler(sampler)
+        warn_about_coarse_sampling(self)
 
     def _create_output_location(self, output_bucket: s3.IBucket | None, output_kms_key: kms.IKey | None,
                                 output_prefix: str) -> None:

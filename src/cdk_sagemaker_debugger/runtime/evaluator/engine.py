@@ -155,7 +155,8 @@ class RuleRun:
         for rule in self.rules:
             reason = rule.gap(facts)
             if reason:
-                subs.append(SubRuleResult(rule.name, VERDICT_NOT_APPLICABLE, reason, rule.report, rule.summary))
+                subs.append(SubRuleResult(rule.name, VERDICT_NOT_APPLICABLE, reason, not_applicable_report(rule.report),
+                                          rule.summary))
             elif rule.triggered():
                 subs.append(SubRuleResult(rule.name, STATUS_ISSUES, describe_trigger(rule), rule.report, rule.summary))
             else:
@@ -218,6 +219,13 @@ def scan_interval_us(config: RuleConfig) -> int:
     return value
 
 
+def not_applicable_report(report: dict[str, Any]) -> dict[str, Any]:
+    """The report of a rule that cannot judge the job: what it counted on data the job never produced is no finding,
+    so ``RuleTriggered`` and ``Violations`` are 0 (MaxInitializationTime without framework traces counted a
+    violation per window and wrote ``RuleTriggered`` 9 next to the verdict NotApplicable)."""
+    return {**report, "RuleTriggered": 0, "Violations": 0}
+
+
 def describe_trigger(rule: ProfilerRule) -> str:
     r = rule.report
     counts = f"condition met in {r['RuleTriggered']} window(s), {r['Violations']} violation(s)"
@@ -257,8 +265,7 @@ class Evaluator:
             raise RuleConfigError("no rule to evaluate")
         self.runs = [_rule_run(c, strict) for c in configs]
         if scan_interval_us is None:
-            intervals = [_scan_interval(run) for run in self.runs if not (run.failed and not run.rules)]
-            scan_interval_us = min(intervals, default=DEFAULT_SCAN_INTERVAL_US)
+            scan_interval_us = _one_scan_interval(self.runs, strict)
         self.scan_us = int(scan_interval_us)
         self.origin_us: int | None = None
         self.next_window = 0
@@ -588,6 +595,34 @@ def _rule_run(config: RuleConfig, strict: bool) -> RuleRun:
 
 def _scan_interval(run: RuleRun) -> int:
     return scan_interval_us(run.config)
+
+
+def _one_scan_interval(runs: list[RuleRun], strict: bool) -> int:
+    """The window length of the evaluation: one for all configured rules, because one window loop feeds them all.
+
+    Rules configured with different ``scan_interval_us`` values cannot share it; evaluating one at another's interval
+    would change its per-window counts without saying so. Strict (the CLI): refused, naming each value. Otherwise
+    (the Lambda): the first usable configured rule's interval is used, and each rule configured with another one
+    reports Error saying so; the others are evaluated."""
+    usable = [run for run in runs if not (run.failed and not run.rules)]
+    if not usable:
+        return DEFAULT_SCAN_INTERVAL_US
+    chosen = _scan_interval(usable[0])
+    odd = [run for run in usable if _scan_interval(run) != chosen]
+    if not odd:
+        return chosen
+    listed = ", ".join(f"{run.config.configuration_name}={_scan_interval(run):,}" for run in usable)
+    fix = "configure the same scan_interval_us for every rule (the default, 60,000,000, is what the managed rules use)"
+    if strict:
+        raise RuleConfigError(f"the rules have different scan_interval_us values ({listed} us), but one evaluation "
+                              f"has one window length: {fix}, or evaluate them in separate runs.")
+    for run in odd:
+        index = runs.index(run)
+        runs[index] = RuleRun.broken(run.config, (
+            f"RuleConfigError: {run.config.configuration_name}: scan_interval_us={_scan_interval(run):,} differs from "
+            f"{chosen:,} of {usable[0].config.configuration_name}, with which it is evaluated; it was not evaluated "
+            f"at another window length. {fix[0].upper()}{fix[1:]}."))
+    return chosen
 
 
 def _iso_us(us: float) -> str:
