@@ -75,3 +75,27 @@ def test_a_removed_prop_names_training_jobs(construct: str, prop: str):
     stack = cdk.Stack(cdk.App(), "S")
     with pytest.raises(TypeError, match=rf"{construct}\(\) no longer takes {prop}=; pass training_jobs="):
         getattr(cdk_sagemaker_debugger, construct)(stack, "X", **{prop: "exp-"})
+
+
+def _alarm_warnings(with_evaluator: bool) -> list[str]:
+    import aws_cdk as cdk
+    from aws_cdk import aws_s3 as s3
+    from aws_cdk.assertions import Annotations, Match
+
+    from cdk_sagemaker_debugger import Email, RuleAlarm, RuleEvaluator, TrainingJobs
+
+    app = cdk.App()
+    stack = cdk.Stack(app, "S", env=cdk.Environment(account="123456789012", region="us-east-1"))
+    jobs = TrainingJobs.from_job_name_prefix("exp-resnet-", output_bucket=s3.Bucket(stack, "B"))
+    RuleAlarm(stack, "Alarm", training_jobs=jobs, actions=[Email("ml@example.com")])
+    if with_evaluator:  # created after the alarm: the check runs at synth, when the app is complete
+        RuleEvaluator(stack, "Evaluator", training_jobs=TrainingJobs.from_job_name_prefix(
+            "exp-resnet-", output_bucket=s3.Bucket(stack, "B2")))
+    found = Annotations.from_stack(stack).find_warning("/S/Alarm", Match.string_like_regexp(".*RuleEvaluator.*"))
+    return [str(w.entry.data) for w in found]
+
+
+def test_an_alarm_no_evaluator_covers_gets_a_synth_warning():
+    warnings = _alarm_warnings(with_evaluator=False)
+    assert len(warnings) == 1 and "no RuleEvaluator in this app evaluates the training jobs exp-resnet-*" in warnings[0]
+    assert _alarm_warnings(with_evaluator=True) == []

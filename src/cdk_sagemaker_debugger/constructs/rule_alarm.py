@@ -38,6 +38,7 @@ from ._common import (
     whole_seconds,
 )
 from ._removed_props import names_removed_props
+from .alarm_coverage import check_coverage
 from .event_bus import verdict_bus
 from .family import TrainingJobs, check_training_jobs
 
@@ -142,6 +143,7 @@ class RuleAlarm(Construct):
         #: The jobs watched, and where they write.
         self.training_jobs = check_training_jobs(training_jobs, where=where)
         self.training_jobs.check_region(self, what="The RuleAlarm")
+        check_coverage(self)
         #: The ProfiledTrainingJob of the family, when it is one's (its rules are the known rule names).
         self.training_job = self.training_jobs.training_job
         self.job_name_prefix: str = self.training_jobs.job_name_prefix

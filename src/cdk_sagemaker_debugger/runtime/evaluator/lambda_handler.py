@@ -518,7 +518,7 @@ def commit_and_deliver(run: JobRun, stored: StoredState, description: dict[str, 
     if reports_due:
         write_reports(clients.s3, bucket, run.reports or [])
         emit_emf(emf_lines(job, results, settings.namespace))
-        mlflow_note = mlflow_export.deliver(description, results, evaluator.windows_evaluated, run.reports or [],
+        mlflow_note = mlflow_export.deliver(description, results, run.evaluator.windows_evaluated, run.reports or [],
                                             os.environ.get(EvaluatorEnvironment.MLFLOW_TRACKING_SERVER_ARN))
         if mlflow_note and os.environ.get(EvaluatorEnvironment.MLFLOW_TRACKING_SERVER_ARN):
             LOG.warning("%s: verdicts not written to MLflow: %s", job, mlflow_note)
