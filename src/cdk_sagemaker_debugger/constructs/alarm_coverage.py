@@ -33,9 +33,9 @@ def uncovered_reason(alarm: Any) -> str | None:
     from .rule_evaluator import RuleEvaluator
 
     jobs = alarm.training_jobs
-    job = getattr(jobs, "training_job", None)
-    if job is not None and getattr(getattr(job, "rule_engine", None), "name", "") == "DEBUGGER":
-        return None  # SageMaker Debugger evaluates the job's rules
+    origin = getattr(jobs, "origin", None)
+    if origin is not None and origin.rule_report_location is not None:
+        return None  # the job's rules are evaluated by SageMaker Debugger, not a RuleEvaluator
     evaluators = [c for c in cdk.App.of(alarm).node.find_all() if isinstance(c, RuleEvaluator)] \
         if cdk.App.of(alarm) is not None else []
     if any(e.training_jobs.family == jobs.family for e in evaluators):

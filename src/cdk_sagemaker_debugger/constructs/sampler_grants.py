@@ -7,29 +7,20 @@ the same to a role you pass (``role=``), with the same cdk-nag acknowledgement o
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
 
 from ..model.errors import ConfigurationError
-from ..model.parameters import is_token
-from ._common import acknowledge_wildcards
+from ._cdk.nag import acknowledge_wildcards
 
 if TYPE_CHECKING:  # pragma: no cover
     from .training_job import ProfiledTrainingJob
 
-_S3_URI = re.compile(r"^s3://(?P<bucket>[^/]+)/?(?P<key>.*)$")
-
-
 def upload_prefix(job: ProfiledTrainingJob) -> str:
-    """The ARN pattern of the profiler files of the job's runs."""
-    match = _S3_URI.match(job.profiler_s3_uri) if not is_token(job.profiler_s3_uri) else None
-    key = match["key"].strip("/") if match else job.output_prefix
-    bucket_arn = (f"arn:{cdk.Aws.PARTITION}:s3:::{match['bucket']}" if match
-                  else job._output_bucket_arn)  # noqa: SLF001 - the job's own output bucket
-    return f"{bucket_arn}/{key + '/' if key else ''}{job.job_name_prefix}-*/profiler-output/*"
+    """The ARN pattern of the profiler files of the job's runs (the same the job's own execution role gets)."""
+    return job._policy.upload_prefix(f"{job.job_name_prefix}-")  # noqa: SLF001 - the job's execution policy
 
 
 def grant_sampler(job: ProfiledTrainingJob, grantee: iam.IGrantable) -> iam.Grant:
