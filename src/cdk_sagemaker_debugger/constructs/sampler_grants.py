@@ -1,13 +1,13 @@
 """What a training job's execution role needs for the sampler, as one grant: read the sampler bundle (the one object)
 and upload the profiler files (the one prefix, ``<output>/<job name prefix>-*/profiler-output/``).
 
-``ProfiledTrainingJob`` grants this to the execution role it creates; :meth:`ProfiledTrainingJob.grant_sampler` gives
+``ProfiledTrainingJob`` grants this to the execution role it creates; ``job.grant_sampler(role)`` gives
 the same to a role you pass (``role=``), with the same cdk-nag acknowledgement on that role's policy alone.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_iam as iam
@@ -15,15 +15,13 @@ from aws_cdk import aws_iam as iam
 from ..model.errors import ConfigurationError
 from ._cdk.nag import acknowledge_wildcards
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .training_job import ProfiledTrainingJob
 
-def upload_prefix(job: ProfiledTrainingJob) -> str:
+def upload_prefix(job: Any) -> str:
     """The ARN pattern of the profiler files of the job's runs (the same the job's own execution role gets)."""
     return job._policy.upload_prefix(f"{job.job_name_prefix}-")  # noqa: SLF001 - the job's execution policy
 
 
-def grant_sampler(job: ProfiledTrainingJob, grantee: iam.IGrantable) -> iam.Grant:
+def grant_sampler(job: Any, grantee: iam.IGrantable) -> iam.Grant:
     """``s3:GetObject`` on the sampler bundle object and ``s3:PutObject`` on the profiler-output prefix of the job's
     runs, nothing else (no bucket-wide read of the assets bucket)."""
     bundle = job.sampler_bundle

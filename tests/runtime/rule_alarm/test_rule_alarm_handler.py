@@ -22,7 +22,8 @@ from rule_alarm_world import (
     minutes,
 )
 
-from cdk_sagemaker_debugger.runtime.evaluator.engine import RuleConfig, evaluate_store
+from cdk_sagemaker_debugger.runtime.evaluator.engine import RuleConfig
+from cdk_sagemaker_debugger.runtime.evaluator.reading import evaluate_store
 from cdk_sagemaker_debugger.runtime.evaluator.report import summary
 from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import JobSpec, write_job
