@@ -29,7 +29,7 @@ all: test
 $(VENV)/.stamp-deps: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,tensors]'
 	touch $@
 
 venv: $(VENV)/.stamp-deps
@@ -95,6 +95,7 @@ bench: venv
 	$(PY) benchmarks/synth.py
 	$(PY) benchmarks/evaluator.py
 	$(PY) benchmarks/sampler.py
+	$(PY) benchmarks/tensors.py
 
 clean:
 	rm -rf cdk.out build/api dist $(VENV) $(VENV_SDK) $(VENV_TOOLKIT) node_modules .pytest_cache

@@ -239,7 +239,6 @@ class TestBadInput:
     @pytest.mark.parametrize(
         ("kwargs", "field"),
         [
-            ({"debugger_rules": [debugger_rules.LossNotDecreasing()]}, "debugger_rules"),
             ({"debug_hook": DebugHookConfig()}, "debug_hook"),
             ({"tensorboard": TensorBoardOutputConfig(s3_output_path="s3://b/tb")}, "tensorboard"),
         ],
@@ -249,9 +248,15 @@ class TestBadInput:
                                                      r"Pass rule_engine=RuleEngine.DEBUGGER"):
             contract(make_stack(), **kwargs)
 
-    def test_a_debugger_rule_added_later_names_the_debugger_engine(self):
+    def test_a_loss_rule_names_the_metric_rule_that_replaces_it(self):
+        # the tensor rules the evaluator runs are tested in test_training_job_tensor_rules.py
+        with pytest.raises(ConfigurationError, match=r"Training/Job: debugger_rules: LossNotDecreasing is not evaluated "
+                                                     r"by RuleEngine.EVALUATOR.*rules.LossNotDecreasing\(metric="):
+            contract(make_stack(), debugger_rules=[debugger_rules.LossNotDecreasing()])
+
+    def test_a_debugger_rule_added_later_names_the_alternative(self):
         training = contract(make_stack())
-        with pytest.raises(ConfigurationError, match="rule_engine=RuleEngine.DEBUGGER"):
+        with pytest.raises(ConfigurationError, match=r"use rules.Overfit\(train_metric="):
             training.add_debugger_rule(debugger_rules.Overfit())
         assert training.debugger_rules == ()
 

@@ -68,6 +68,7 @@ def test_the_bundle_layout_is_exact_and_deterministic(tmp_path: Path):
     assert files == again
     expected = {"sitecustomize.py", "cdk_sagemaker_debugger/__init__.py"}
     expected |= {f"cdk_sagemaker_debugger/sampler/{p.name}" for p in PACKAGE_DIR.glob("*.py")}
+    expected |= {f"cdk_sagemaker_debugger/tensors/{p.name}" for p in (PACKAGE_DIR.parent / "tensors").glob("*.py")}
     assert set(files) == expected  # no __pycache__, nothing else
     assert files["cdk_sagemaker_debugger/sampler/contract.py"] == (PACKAGE_DIR / "contract.py").read_bytes()
     top = ast.parse(files["cdk_sagemaker_debugger/__init__.py"])  # nothing imported at module level: light to load

@@ -144,8 +144,8 @@ class ProfiledTrainingJob(Construct):
             ``Sampler(interval_millis=500)``, left out with a note where it cannot run (algorithms, network isolation).
         evaluator: a :class:`cdk_sagemaker_debugger.RuleEvaluator` to use instead of creating one; it must cover this job's family.
             Default: None (a new one with RuleEngine.EVALUATOR and a ``rule_set``).
-        debugger_rules: debugger (tensor) rules, RuleEngine.DEBUGGER only; add more with :meth:`add_debugger_rule`.
-            Default: none.
+        debugger_rules: debugger (tensor) rules; add more with :meth:`add_debugger_rule`. With RuleEngine.EVALUATOR the
+            RuleEvaluator runs 13 of them from the tensor collector's files (docs/tensor-rules.md). Default: none.
         debug_hook: a DebugHookConfig, True (the default hook) or False (none; an error with debugger rules).
             Default: None (the default hook when there are debugger rules).
         tensorboard: Debugger's TensorBoardOutputConfig, RuleEngine.DEBUGGER only. Default: None.

@@ -31,6 +31,7 @@ from .report import HTML_NAME, SUMMARY_NAME, report_files, summary
 from .rules import MaxInitializationTime, epoch_seconds
 from .state import STATE_FILE, ConcurrentUpdateError, DamagedStateError, S3StateStore
 from .storage import S3Store, job_profiler_store, split_s3_uri
+from .tensor_evaluation import TensorEvaluation, is_tensor_rule
 
 LOG = logging.getLogger(__name__)
 LOG.setLevel(logging.INFO)
@@ -138,6 +139,14 @@ def profiler_store(description: dict[str, Any], s3: Any, default_uri: str = "") 
     return job_profiler_store(uri, description["TrainingJobName"], s3)
 
 
+def tensor_store(description: dict[str, Any], s3: Any, default_uri: str = "") -> S3Store | None:
+    """``<uri>/<job>/tensor-output/``, next to the profiler files (the same location rules as profiler_store)."""
+    store = profiler_store(description, s3, default_uri)
+    if store is None:
+        return None
+    return S3Store(store.bucket, store.prefix.rstrip("/").rsplit("/", 1)[0] + "/tensor-output", s3)
+
+
 def choose_source(settings: Settings, description: dict[str, Any], store: S3Store | None, now: float) -> str | None:
     """PROFILER when the job writes profiler output, else CLOUDWATCH; None while AUTO still waits for the first file."""
     if settings.source == "PROFILER":
@@ -176,6 +185,7 @@ class JobRun:
     snapshot: dict[str, Any] = field(default_factory=dict)  # the evaluator's state to commit
     reports: list[tuple[str, bytes, str]] | None = None  # rendered when due: written after the commit
     metrics: MetricEvaluation | None = None  # the rules on the job's algorithm metrics (metric_rules.py)
+    tensors: TensorEvaluation | None = None  # the tensor rules on the collector's files (tensor_evaluation.py)
 
 
 def run_profiler(run: JobRun, store: S3Store, terminal: bool, deadline: float, settings: Settings) -> None:
@@ -332,6 +342,8 @@ def restore(state: dict[str, Any], location: str, etag: str | None) -> Evaluator
         int(state.get("cloudwatch_through", 0))
         if state.get("metrics") is not None:
             MetricEvaluation.from_state(state["metrics"])
+        if state.get("tensors") is not None:
+            TensorEvaluation.from_state(state["tensors"])
         return Evaluator.from_state(state["evaluator"])
     except Exception as exc:  # any way of not being our state is damage, reported with the key
         raise DamagedStateError(location, f"{type(exc).__name__}: {exc}", etag) from exc
@@ -404,7 +416,8 @@ def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float
             return {"job": job, "result": "waiting for profiler output"}
         try:
             advance(run, ctx, settings, clients)
-            new_metrics = run.metrics is not None and run.metrics.read_new
+            new_metrics = (run.metrics is not None and run.metrics.read_new) or (
+                run.tensors is not None and run.tensors.read_new)
             if run.windows or new_metrics or run.final or not run.restored or run.state.get("reports_due"):
                 source_label = (ctx.store.describe() if run.state["source"] == "PROFILER" and ctx.store is not None
                                 else cloudwatch.source_label(job))
@@ -427,10 +440,13 @@ def start_run(ctx: JobContext, stored: StoredState, settings: Settings) -> JobRu
         run.final = bool(stored.state.get("final"))  # then only the last committed run's side effects are left
         if stored.state.get("metrics") is not None:
             run.metrics = MetricEvaluation.from_state(stored.state["metrics"])
+        if stored.state.get("tensors") is not None:
+            run.tensors = TensorEvaluation.from_state(stored.state["tensors"])
         return run
     configs = configs_for(ctx.description, settings)
     metric_configs = [c for c in configs if is_metric_rule(c)]
-    profiler_configs = [c for c in configs if not is_metric_rule(c)]
+    tensor_configs = [c for c in configs if is_tensor_rule(c)]
+    profiler_configs = [c for c in configs if not is_metric_rule(c) and not is_tensor_rule(c)]
     # Metric rules alone need no profiler output: nothing to wait for.
     source = choose_source(settings, ctx.description, ctx.store, ctx.now) if profiler_configs else "CLOUDWATCH"
     if source is None:
@@ -440,6 +456,7 @@ def start_run(ctx: JobContext, stored: StoredState, settings: Settings) -> JobRu
         evaluator.stats.note(stored.problem)
     run = JobRun(ctx.job, evaluator, {"version": 1, "job": ctx.job, "source": source, "published": {}})
     run.metrics = MetricEvaluation(metric_configs) if metric_configs else None
+    run.tensors = TensorEvaluation(tensor_configs) if tensor_configs else None
     return run
 
 
@@ -460,10 +477,26 @@ def advance(run: JobRun, ctx: JobContext, settings: Settings, clients: Clients) 
             ended = run.metrics.update(ctx.description, clients.cloudwatch, terminal=ctx.terminal, now=ctx.now)
             run.final = run.final and ended
             run.state["metrics"] = run.metrics.to_state()
+        if run.tensors is not None:
+            advance_tensors(run, ctx, settings, clients)
     run.results = run.evaluator.results(final=run.final)
     if run.metrics is not None:
         run.results += run.metrics.results(final=run.final)
+    if run.tensors is not None:
+        run.results += run.tensors.results(final=run.final)
     run.snapshot = run.evaluator.to_state()
+
+
+def advance_tensors(run: JobRun, ctx: JobContext, settings: Settings, clients: Clients) -> None:
+    """Read the collector's new step files; every step is judged once the job ended."""
+    store = tensor_store(ctx.description, clients.s3, settings.profiler_s3_uri)
+    if store is None:
+        raise ConfigurationError(f"{ctx.job}: the job has tensor rules but neither its ProfilerConfig.S3OutputPath nor "
+                                 "the evaluator's PROFILER_S3_URI says where its tensor-output/ files are")
+    if run.tensors is None:
+        return
+    run.tensors.update(store, final=ctx.terminal)
+    run.state["tensors"] = run.tensors.to_state()
 
 
 def status_time(run: JobRun, description: dict[str, Any]) -> float:

@@ -3,6 +3,7 @@
     sitecustomize.py                     starts the sampler once per container, then the image's own sitecustomize
     cdk_sagemaker_debugger/__init__.py   no library of its own; becomes the installed library where the image has it
     cdk_sagemaker_debugger/sampler/*.py  this package, copied as is
+    cdk_sagemaker_debugger/tensors/*.py  the tensor collector (runtime/tensors), started by its own hook below
 
 Python imports it from the zip (zipimport), so nothing in the package reads files next to its own source. The
 content is deterministic (no timestamps, no caches), so the asset hash changes only when the code does.
@@ -78,6 +79,31 @@ _cdk_sagemaker_debugger_sampler()
 del _cdk_sagemaker_debugger_sampler
 '''
 
+# The tensor collector's hook: a separate function, so the sampler's start above stays as it is. One environment
+# lookup unless the job has tensor rules; then it waits for ``import torch`` (cdk_sagemaker_debugger/tensors/boot.py).
+TENSORS_HOOK = '''
+
+def _cdk_sagemaker_debugger_tensors():
+    import os
+
+    if not os.environ.get("CDK_SAGEMAKER_TENSORS"):
+        return
+    try:
+        from cdk_sagemaker_debugger.sampler import s3, settings
+        from cdk_sagemaker_debugger.tensors import boot
+
+        boot.main(settings, s3)
+    except Exception as exc:
+        import sys
+
+        sys.stderr.write("cdk-sagemaker-debugger tensors: not started: %s: %s\\n" % (type(exc).__name__, exc))
+
+
+_cdk_sagemaker_debugger_tensors()
+del _cdk_sagemaker_debugger_tensors
+'''
+TENSORS_DIR = PACKAGE_DIR.parent / "tensors"
+
 
 def source_files() -> list:
     """Every module of the sampler package (sorted, so the bundle is the same on every machine)."""
@@ -98,9 +124,13 @@ def write_bundle(dest: pathlib.Path) -> None:
         shutil.rmtree(top)
     package = top / "sampler"
     package.mkdir(parents=True)
-    (dest / "sitecustomize.py").write_bytes(SITECUSTOMIZE.encode())
+    (dest / "sitecustomize.py").write_bytes((SITECUSTOMIZE + TENSORS_HOOK).encode())
     (top / "__init__.py").write_bytes(TOP_INIT.encode())
     for source in source_files():
         (package / source.name).write_bytes(source.read_bytes())
-    for path in [dest / "sitecustomize.py", top / "__init__.py", *package.iterdir()]:
+    tensors = top / "tensors"
+    tensors.mkdir()
+    for source in sorted(p for p in TENSORS_DIR.glob("*.py") if p.is_file()):
+        (tensors / source.name).write_bytes(source.read_bytes())
+    for path in [dest / "sitecustomize.py", top / "__init__.py", *package.iterdir(), *tensors.iterdir()]:
         os.chmod(path, 0o644)
