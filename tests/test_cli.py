@@ -62,8 +62,10 @@ def test_standalone_rules_with_parameters(job: Path, tmp_path: Path):
     low = json.loads((tmp_path / "out" / "profiler-reports" / "LowGPUUtilization.json").read_text())
     assert low["RuleParameters"] == "threshold_p95:70\nthreshold_p5:10\nwindow:60\npatience:100"
     assert low["RuleTriggered"] == 6  # patience 100 is passed in every window: 3 windows x 2 GPUs
-    assert "LowGPUUtilization: IssuesFound (RuleEvaluationConditionMet: Evaluation of the rule LowGPUUtilization at " \
-           "step 0 " in out
+    # the outcome in plain words (windows, not SageMaker's "at step N"), and what to try for the rule that fired
+    assert "LowGPUUtilization: IssuesFound. LowGPUUtilization found issues after 3 analysis windows" in out
+    assert "  try (LowGPUUtilization): Feed the GPUs faster" in out
+    assert "Windows met" in out.splitlines()[0] and "Triggered" not in out
 
 
 @pytest.mark.parametrize(
@@ -123,6 +125,17 @@ def test_rules_lists_the_catalog():
     for name in (*RULE_FILES, "ProfilerReport"):
         assert f"\n{name}\n" in f"\n{out}"
     assert "    window = 500" in out
+    assert "    scan_interval_us = 60000000" in out  # every parameter the --rule option accepts
+    for name in ("LossNotDecreasing", "Overfit", "StalledTraining"):  # and the metric rules
+        assert f"\n{name}\n" in out
+
+
+def test_sample_help_says_what_it_does_and_its_exit_codes():
+    code, out, _ = run("sample", "--help")
+    assert code == 0
+    assert "in SageMaker Debugger's profiler layout" in out and "evaluate DIR --out REPORT" in out
+    for status in ("0  the samples were written", "2  usage error", "4  --out is held by another sampler"):
+        assert status in out
 
 
 def test_the_console_script_runs_without_aws_cdk(job: Path, tmp_path: Path):
@@ -256,7 +269,10 @@ def test_rules_as_json_for_tooling():
     rules = {r["name"]: r for r in json.loads(out)["rules"]}
     assert set(rules) == RULE_FILES | {"ProfilerReport"}
     low = {p["name"]: p["default"] for p in rules["LowGPUUtilization"]["parameters"]}
-    assert low == {"threshold_p95": 70, "threshold_p5": 10, "window": 500, "patience": 1000}
+    assert low == {"threshold_p95": 70, "threshold_p5": 10, "window": 500, "patience": 1000,
+                   "scan_interval_us": 60_000_000}
+    metric = {r["name"]: r for r in json.loads(out)["metric_rules"]}
+    assert metric["Overfit"]["metrics"] == ["train_metric", "validation_metric"]
     assert rules["LowGPUUtilization"]["summary"] and "LowGPUUtilization" in rules["ProfilerReport"]["overridable"]
 
 
@@ -272,6 +288,36 @@ def test_fail_on_decides_the_exit_status(job: Path, tmp_path: Path, fail_on: lis
     assert code == expected, err
     assert json.loads(out)["rules"][0]["RuleEvaluationStatus"] == "IssuesFound"  # the report is written either way
     assert ("--fail-on IssuesFound: ProfilerReport reached IssuesFound" in err) == (expected == 1)
+
+
+@pytest.fixture(scope="module")
+def cpu_only_job(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """What `sample` writes on a CPU-only laptop: system metrics, no GPU, no framework traces."""
+    root = tmp_path_factory.mktemp("cpu") / "laptop" / "profiler-output"
+    return write_job(root, JobSpec(minutes=3, gpus=0, cores=4, interval_ms=100))
+
+
+@pytest.mark.parametrize(("fail_on", "expected"), [("NotApplicable", 1), ("NoIssuesFound", 0), ("IssuesFound", 0)])
+def test_fail_on_not_applicable_when_nothing_was_judged(cpu_only_job: Path, tmp_path: Path, fail_on: str,
+                                                         expected: int):
+    code, out, err = run("evaluate", str(cpu_only_job), "--out", str(tmp_path / "o"), "--fail-on", fail_on)
+    assert code == expected, err
+    assert "ProfilerReport: NotApplicable. Nothing was judged" in out  # the word the table prints is the word accepted
+    summary = json.loads((tmp_path / "o" / "evaluation-summary.json").read_text())["rules"][0]
+    assert summary["Outcome"] == "NotApplicable" and summary["RuleEvaluationStatus"] == "NoIssuesFound"
+    assert ("--fail-on NotApplicable: ProfilerReport reached NotApplicable" in err) == (expected == 1)
+
+
+def test_the_summary_says_what_to_try_for_each_rule_with_issues(job: Path, tmp_path: Path):
+    code, _, err = run("evaluate", str(job), "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    entry = json.loads((tmp_path / "o" / "evaluation-summary.json").read_text())["rules"][0]
+    verdicts = {v["Rule"]: v for v in entry["Verdicts"]}
+    assert entry["Outcome"] == "IssuesFound" and "found issues after 3 analysis windows" in entry["Headline"]
+    assert verdicts["LowGPUUtilization"]["Verdict"] == "IssuesFound"
+    assert 1 <= len(verdicts["LowGPUUtilization"]["WhatToTry"]) <= 2
+    assert "num_workers" in verdicts["LowGPUUtilization"]["WhatToTry"][0]
+    assert all(v["WhatToTry"] == [] for v in verdicts.values() if v["Verdict"] != "IssuesFound")
 
 
 @pytest.mark.parametrize(

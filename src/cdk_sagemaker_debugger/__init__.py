@@ -46,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "RuleAlarm": "cdk_sagemaker_debugger.constructs.rule_alarm",
     "RuleEvaluator": "cdk_sagemaker_debugger.constructs.rule_evaluator",
     "MetricsSource": "cdk_sagemaker_debugger.constructs.rule_evaluator",
+    "EvaluatorMlflow": "cdk_sagemaker_debugger.constructs.evaluator_mlflow",
     "TrainingPipeline": "cdk_sagemaker_debugger.constructs.pipeline",
     "TrainingDashboard": "cdk_sagemaker_debugger.constructs.dashboard",
     "TrainingJobs": "cdk_sagemaker_debugger.constructs.family",
@@ -78,6 +79,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from . import debugger_rules, images, rules  # noqa: F401
     from .constructs.checkpoints import Checkpoints  # noqa: F401
     from .constructs.dashboard import TrainingDashboard  # noqa: F401
+    from .constructs.evaluator_mlflow import EvaluatorMlflow  # noqa: F401
     from .constructs.family import TrainingJobs  # noqa: F401
     from .constructs.pipeline import TrainingPipeline  # noqa: F401
     from .constructs.rule_alarm import RuleAlarm  # noqa: F401

@@ -29,16 +29,14 @@ from .model.errors import ConfigurationError, did_you_mean
 from .model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_REPORT, PROFILER_RULE_SPECS
 from .rules import RULE_CLASSES, from_name
 from .runtime.evaluator import cloudwatch
+from .runtime.evaluator.advice import OUTCOMES, outcome
 from .runtime.evaluator.engine import (
-    STATUS_ERROR,
-    STATUS_IN_PROGRESS,
-    STATUS_ISSUES,
-    STATUS_NO_ISSUES,
     Evaluator,
     RuleConfig,
     RuleResult,
 )
 from .runtime.evaluator.html_report import render
+from .runtime.evaluator.mlflow_export import MlflowExportError, MlflowTarget, export
 from .runtime.evaluator.reading import evaluate_store
 from .runtime.evaluator.report import HTML_NAME, SUMMARY_NAME, report_files, summary, verdict_table
 from .runtime.evaluator.rules import RuleConfigError, coerce_parameter
@@ -52,16 +50,21 @@ EXIT_UNWRITABLE = 4
 
 EXIT_CODES = """exit status:
   0  the rules were evaluated (issues found or not)
-  1  --fail-on STATUS: at least one rule reached that status
+  1  --fail-on STATUS: at least one rule ended with that outcome
   2  usage error: unknown flag or rule, bad parameter, --out not a folder, unknown --profile, no region
   3  the profiler data could not be read: no such folder, job or data, access denied, no AWS credentials
-  4  the report (evaluate) or the samples (sample) could not be written to --out
+  4  the report (evaluate) or the samples (sample) could not be written to --out, or to the --mlflow-run
+"""
+SAMPLE_EXIT_CODES = """exit status:
+  0  the samples were written to --out (and uploaded, with --s3-uri)
+  2  usage error: a bad option value, or --s3-uri without a job name
+  4  --out is held by another sampler, or cannot be written
 """
 EVALUATE_USAGE = """%(prog)s (PATH_OR_S3_URI | --training-job NAME) --out DIR
         [--rule NAME[:param=value,...]]... [--fail-on STATUS[,STATUS]] [--format text|json] [--quiet]
-        [--region REGION] [--profile PROFILE]"""
-#: The statuses the evaluator gives a configured rule; --fail-on accepts these.
-RULE_STATUSES = (STATUS_ISSUES, STATUS_ERROR, STATUS_NO_ISSUES, STATUS_IN_PROGRESS)
+        [--mlflow-run RUN_ID [--mlflow-tracking-uri URI]] [--region REGION] [--profile PROFILE]"""
+#: The outcomes the evaluator gives a configured rule (the words the table prints); --fail-on accepts these.
+RULE_STATUSES = OUTCOMES
 
 
 class UsageError(Exception):
@@ -127,11 +130,11 @@ class CommandFailure(Exception):
 
 
 def fail_on_statuses(text: str) -> tuple[str, ...]:
-    """``--fail-on IssuesFound,Error``: rule statuses, spelled exactly (a CI gate must not pass on a typo)."""
+    """``--fail-on IssuesFound,Error``: rule outcomes, spelled exactly (a CI gate must not pass on a typo)."""
     statuses = tuple(s.strip() for s in text.split(",") if s.strip())
     for status in statuses or ("",):
         if status not in RULE_STATUSES:
-            raise argparse.ArgumentTypeError(f"{status!r} is not a rule status; use one of "
+            raise argparse.ArgumentTypeError(f"{status!r} is not a rule outcome; use one of "
                                              f"{', '.join(RULE_STATUSES)}.{did_you_mean(status, RULE_STATUSES)}")
     return statuses
 
@@ -234,7 +237,8 @@ def show(args: argparse.Namespace, evaluation: Evaluation, out: Path, summary_te
         stdout.write(summary_text + "\n")
         notes: TextIO | None = None if args.quiet else stderr
     else:
-        stdout.write(verdict_table(evaluation.results) + "\n")
+        windows = int(evaluation.evaluator.diagnostics().get("windows", 0) or 0)
+        stdout.write(verdict_table(evaluation.results, windows) + "\n")
         notes = stdout
     diagnostics = evaluation.evaluator.diagnostics()
     if diagnostics["bad_lines"] or diagnostics["bad_files"]:
@@ -246,9 +250,9 @@ def show(args: argparse.Namespace, evaluation: Evaluation, out: Path, summary_te
 
 def fail_on_exit(args: argparse.Namespace, results: list[RuleResult], stderr: TextIO) -> int:
     wanted = {status for group in args.fail_on or () for status in group}
-    hits = [r for r in results if r.status in wanted]
-    for result in hits:
-        stderr.write(f"--fail-on {result.status}: {result.configuration_name} reached {result.status}\n")
+    hits = [(r, outcome(r)) for r in results if outcome(r) in wanted]
+    for result, word in hits:
+        stderr.write(f"--fail-on {word}: {result.configuration_name} reached {word}\n")
     return EXIT_FAILED if hits else EXIT_OK
 
 
@@ -270,42 +274,81 @@ def cmd_evaluate(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> in
                      f"Free some space or pass another --out\n")
         return EXIT_UNWRITABLE
     show(args, evaluation, out, summary_text, stdout, stderr)
+    if args.mlflow_run:
+        try:
+            where = export_to_mlflow(args, evaluation, out)
+        except MlflowExportError as exc:
+            stderr.write(f"error: the rules were evaluated and the report written to {out}, but not to MLflow: {exc}\n")
+            return EXIT_UNWRITABLE
+        if not args.quiet:
+            stderr.write(f"wrote the verdicts, metrics and report to {where}\n")
     return fail_on_exit(args, evaluation.results, stderr)
 
 
+def export_to_mlflow(args: argparse.Namespace, evaluation: Evaluation, out: Path) -> str:
+    """The verdicts as tags and metrics, the HTML report and the summary as artifacts, into ``--mlflow-run``."""
+    target = MlflowTarget(args.mlflow_run, args.mlflow_tracking_uri or os.environ.get("MLFLOW_TRACKING_URI"))
+    windows = int(evaluation.evaluator.diagnostics().get("windows", 0) or 0)
+    files = {"": {HTML_NAME: (out / HTML_NAME).read_bytes(), SUMMARY_NAME: (out / SUMMARY_NAME).read_bytes()}}
+    return export(target, evaluation.results, windows, files)
+
+
 def listed_parameters(spec: Any) -> list[Any]:
-    """A rule's parameters as users set them (scan_interval_us is the evaluator's clock, not a rule knob)."""
-    return [p for p in spec.parameters if p.name != "scan_interval_us"]
+    """A rule's parameters as users set them, scan_interval_us (the analysis window's length) included."""
+    return list(spec.parameters)
+
+
+def _parameter(p: Any) -> dict[str, Any]:
+    return {"name": p.name, "default": p.default, "description": p.doc}
 
 
 def rules_catalog() -> dict[str, Any]:
-    """``rules --format json``: what tooling needs to build or check a --rule option."""
+    """``rules --format json``: what tooling needs to build or check a --rule option, and the metric rules."""
+    from .model.metric_rules import METRIC_RULE_SPECS
+
     rules: list[dict[str, Any]] = [
-        {"name": name, "summary": spec.summary,
-         "parameters": [{"name": p.name, "default": p.default, "description": p.doc} for p in listed_parameters(spec)]}
+        {"name": name, "summary": spec.summary, "parameters": [_parameter(p) for p in listed_parameters(spec)]}
         for name, spec in PROFILER_RULE_SPECS.items()
     ]
     rules.append({"name": PROFILER_REPORT, "summary": "Runs every rule above with its defaults and writes the HTML "
                   "report; override a rule's parameter with <RuleName>_<parameter>=<value>.", "parameters": [],
                   "overridable": list(OVERRIDABLE_BY_PROFILER_REPORT)})
-    return {"rules": rules}
+    metric_rules = [
+        {"name": name, "summary": spec.summary, "metrics": list(spec.metric_arguments),
+         "parameters": [_parameter(p) for p in spec.parameters], "replaces": spec.debugger_rule}
+        for name, spec in METRIC_RULE_SPECS.items()
+    ]
+    return {"rules": rules, "metric_rules": metric_rules}
 
 
 def cmd_rules(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
+    catalog = rules_catalog()
     if args.format == "json":
-        stdout.write(json.dumps(rules_catalog(), indent=2) + "\n")
+        stdout.write(json.dumps(catalog, indent=2) + "\n")
         return EXIT_OK
-    for name, spec in PROFILER_RULE_SPECS.items():
-        stdout.write(f"{name}\n    {spec.summary}\n")
-        params = listed_parameters(spec)
-        for p in params:
-            stdout.write(f"    {p.name} = {p.default!r}\n")
-        if not params:
-            stdout.write("    (no parameters)\n")
+    stdout.write("Profiler rules (evaluate --rule NAME[:param=value,...]; RuleEvaluator; ProfiledTrainingJob)\n\n")
+    for rule in catalog["rules"][:-1]:
+        _write_rule(stdout, rule)
     stdout.write(f"{PROFILER_REPORT}\n    Runs every rule above with its defaults and writes the HTML report; override with "
                  f"<RuleName>_<parameter>, e.g. --rule {PROFILER_REPORT}:LowGPUUtilization_window=60\n"
-                 f"    overridable: {', '.join(OVERRIDABLE_BY_PROFILER_REPORT)}\n")
+                 f"    overridable: {', '.join(OVERRIDABLE_BY_PROFILER_REPORT)}\n\n")
+    stdout.write("Metric rules (RuleEvaluator only: they read the job's training metrics from CloudWatch, named by "
+                 "its metric_definitions)\n\n")
+    for rule in catalog["metric_rules"]:
+        _write_rule(stdout, rule, note=f"metrics: {', '.join(rule['metrics'])}; in place of Debugger's "
+                                       f"{rule['replaces']}")
     return EXIT_OK
+
+
+def _write_rule(stdout: TextIO, rule: dict[str, Any], note: str | None = None) -> None:
+    stdout.write(f"{rule['name']}\n    {rule['summary']}\n")
+    if note:
+        stdout.write(f"    {note}\n")
+    for p in rule["parameters"]:
+        doc = f"  # {p['description']}" if p["description"] else ""
+        stdout.write(f"    {p['name']} = {p['default']!r}{doc}\n")
+    if not rule["parameters"]:
+        stdout.write("    (no parameters)\n")
 
 
 def cmd_sample(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -349,7 +392,12 @@ def build_parser() -> argparse.ArgumentParser:
     rl.set_defaults(func=cmd_rules)
     from .runtime.sampler.settings import add_arguments as add_sample_arguments
 
-    sm = sub.add_parser("sample", help="sample this host (CPU, memory, network, GPUs) into DIR in Debugger's layout")
+    sm = sub.add_parser("sample", help="sample this host (CPU, memory, network, GPUs) into DIR in Debugger's layout",
+                        description="Sample this host's CPU, memory, network, I/O and GPUs (nvidia-smi, when present) "
+                        "into --out in SageMaker Debugger's profiler layout, as the sampler does inside a training "
+                        "container; then evaluate the folder with 'cdk-sagemaker-debugger evaluate DIR --out REPORT'. "
+                        "Stops after --duration seconds, or on Ctrl-C.",
+                        epilog=SAMPLE_EXIT_CODES, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_sample_arguments(sm, out_required=True)
     sm.set_defaults(func=cmd_sample)
     return parser
@@ -367,11 +415,16 @@ def add_evaluate_arguments(ev: argparse.ArgumentParser) -> None:
     ev.add_argument("--rule", action="append", metavar="NAME[:param=value,...]",
                     help="rule to evaluate (repeatable); default: ProfilerReport with every rule at its defaults")
     ev.add_argument("--fail-on", action="append", type=fail_on_statuses, metavar="STATUS[,STATUS]",
-                    help=f"exit 1 when any rule reaches one of these statuses ({', '.join(RULE_STATUSES)}); "
-                         "repeatable, e.g. --fail-on IssuesFound,Error")
+                    help=f"exit 1 when any rule ends with one of these outcomes ({', '.join(RULE_STATUSES)}; "
+                         "NotApplicable: nothing could be judged, e.g. a CPU-only host); repeatable, "
+                         "e.g. --fail-on IssuesFound,Error,NotApplicable")
     ev.add_argument("--format", choices=("text", "json"), default="text",
                     help=f"json: print only the evaluation summary (as in {SUMMARY_NAME}) on stdout")
     ev.add_argument("--quiet", "-q", action="store_true", help="no progress bar and no notes on stderr")
+    ev.add_argument("--mlflow-run", metavar="RUN_ID", help="also write the verdicts (tags), per-rule metrics and the "
+                    "report (artifacts) into this MLflow run; needs pip install 'cdk-sagemaker-debugger[mlflow]'")
+    ev.add_argument("--mlflow-tracking-uri", metavar="URI", help="the run's tracking server: a URL, or a SageMaker "
+                    "tracking server ARN (with sagemaker-mlflow); default: MLFLOW_TRACKING_URI")
     ev.add_argument("--region", help="AWS region of the training job and its clients (as in the AWS CLI)")
     ev.add_argument("--profile", help="AWS profile from ~/.aws/config to use (as in the AWS CLI)")
 

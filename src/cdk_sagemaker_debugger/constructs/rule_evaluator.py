@@ -33,6 +33,8 @@ from ._cdk.lambda_function import runtime_function
 from ._cdk.layout import EVALUATOR_REPORT_FOLDER, EVALUATOR_STATE_FILE, EVALUATOR_STATE_TAG
 from ._cdk.lazy import LazyPath, lazy_string
 from ._cdk.nag import KMS_KEY_FINDINGS, acknowledge_wildcards
+from ._removed_props import names_removed_props
+from .evaluator_mlflow import EvaluatorMlflow
 from .event_bus import allow_verdict_publisher, verdict_bus
 from .family import JobOrigin, TrainingJobs, check_training_jobs
 from .rule_set import ProfilerRuleSet
@@ -102,6 +104,7 @@ def _rule_source(rules: ProfilerRuleSet | Sequence[ProfilerRule] | None, origin:
     return [ProfilerReport()] if rules is None else list(rules)
 
 
+@names_removed_props
 class RuleEvaluator(Construct):
     """Evaluates profiler rules for a family of training jobs (:class:`cdk_sagemaker_debugger.TrainingJobs`).
 
@@ -132,6 +135,7 @@ class RuleEvaluator(Construct):
         timeout: cdk.Duration | None = None,
         log_retention: logs.RetentionDays = logs.RetentionDays.THREE_MONTHS,
         reserved_concurrency: int | None = DEFAULT_RESERVED_CONCURRENCY,
+        mlflow: EvaluatorMlflow | None = None,
     ) -> None:
         """
         Args:
@@ -146,6 +150,8 @@ class RuleEvaluator(Construct):
             timeout: the function's timeout (60-900 s). Default: 5 minutes.
             log_retention: retention of the function's log group. Default: three months.
             reserved_concurrency: concurrent runs at most (None: no reservation). Default: 5.
+            mlflow: write each job's verdicts, metrics and report into the job's own MLflow run (an
+                :class:`cdk_sagemaker_debugger.EvaluatorMlflow`). Default: None (no MLflow export).
         """
         super().__init__(scope, id)
         where = self.node.path
@@ -167,7 +173,18 @@ class RuleEvaluator(Construct):
         #: The lifecycle rule that expires superseded versions of the state objects (None when the output bucket is
         #: imported: add :meth:`state_lifecycle_rule` to it yourself).
         self.state_lifecycle = self._expire_state_versions()
+
+        #: The MLflow export's grants (empty without ``mlflow=``).
+        self.mlflow_grants = self._bind_mlflow(mlflow)
         self._create_rules()
+
+    def _bind_mlflow(self, mlflow: EvaluatorMlflow | None) -> list[iam.Grant]:
+        if mlflow is None:
+            return []
+        if not isinstance(mlflow, EvaluatorMlflow):
+            raise ConfigurationTypeError(f"expected an EvaluatorMlflow, got {type(mlflow).__name__} {mlflow!r}.",
+                                         where=self.node.path, field="mlflow", value=mlflow)
+        return mlflow._bind(self, self.function, self.role)
 
     def _use_rules(self, rules: ProfilerRuleSet | Sequence[ProfilerRule] | None, where: str) -> None:
         source_of_rules = _rule_source(rules, self.training_jobs.origin)

@@ -85,6 +85,9 @@ class EvaluatorEnvironment:
     #: The FIFO queue of job messages (one job, one invocation); unset: every job is evaluated in the invocation.
     JOB_QUEUE_URL = "JOB_QUEUE_URL"
 
+    #: RuleEvaluator(mlflow=...): the one tracking server whose runs the evaluator writes (unset: no MLflow export).
+    MLFLOW_TRACKING_SERVER_ARN = "MLFLOW_TRACKING_SERVER_ARN"
+
 
 class GpuWatchEnvironment:
     """Environment variables of TrainingDashboard's low-GPU watch function."""

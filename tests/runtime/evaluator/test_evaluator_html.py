@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import html as html_lib
+import json
+import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from evaluator_jobs import evaluate, report, small_spec
@@ -39,28 +43,117 @@ def test_report_has_the_verdict_table_and_every_chart(page: str):
     assert page.count("<polyline") >= 8  # 2 nodes x 2 GPUs utilisation + memory, CPU, steps
 
 
+def test_a_rule_with_issues_says_what_to_try(page: str):
+    section = page[page.index("<h2>What to try</h2>"):page.index("<h2>Rules</h2>")]
+    for rule in ("LowGPUUtilization", "StepOutlier"):
+        assert f'data-todo="{rule}"' in section
+    assert "num_workers" in section and "pin_memory" in section  # LowGPUUtilization's first two things to try
+    assert "slow steps" in section  # StepOutlier's
+
+
+def test_the_report_explains_its_words(page: str):
+    assert "analysis window" in page and "iteration of the training loop" in page
+    for column in ("Windows met", "Violations", "Datapoints"):
+        assert f"<dt>{column}</dt>" in page
+    assert "RuleEvaluationConditionMet" not in page.split("<h2>")[0].split('class="outcome"')[1].split("</p>")[0]
+    assert "time (UTC)" in page
+    assert 'data-threshold="LowGPUUtilization threshold_p95 (p95 must reach it)"' in page
+    assert 'data-threshold="CPUBottleneck cpu_threshold (busy above it)"' in page
+
+
+def test_informational_rules_say_so(page: str):
+    row = page[page.index('data-rule="OverallFrameworkMetrics"'):].split("</tr>")[0]
+    assert "informational, never triggers" in row and "no issue over 0 datapoints" not in row
+
+
 def test_a_job_without_framework_data_says_so(page: str):
     ev = evaluate(small_spec(minutes=1), report())
     html = render(ev.results(final=True), ev.timeline, ev.diagnostics(), title="t", source="s")
     assert "No step events" in html and 'data-chart="gpu-utilization-algo-1"' in html
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (Debian: apt-get install -y chromium)")
-def test_report_renders_in_headless_chromium(page: str, tmp_path: Path):
-    html = tmp_path / "profiler-report.html"
+CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--no-first-run", "--disable-sync", "--hide-scrollbars")
+needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary on PATH (Debian: apt-get install -y "
+                                                          "chromium)")
+#: Set to a folder to keep the screenshots for a person to look at (they are written to tmp_path otherwise).
+SHOTS = os.environ.get("REPORT_SCREENSHOTS")
+
+
+@pytest.fixture(scope="module")
+def cpu_only_page() -> str:
+    """A CPU-only host sampled without framework profiling (``cdk-sagemaker-debugger sample``): no rule can judge."""
+    ev = evaluate(small_spec(gpus=0), report())
+    return render(ev.results(final=True), ev.timeline, ev.diagnostics(), title="Profiler report: cpu-job",
+                  source="test")
+
+
+def chromium(page: str, tmp_path: Path, name: str, *args: str) -> subprocess.CompletedProcess:
+    html = tmp_path / f"{name}.html"
     html.write_text(page)
-    shot = tmp_path / "shot.png"
-    subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                    "--window-size=1000,1800", f"--screenshot={shot}", html.as_uri()],
-                   check=True, capture_output=True, timeout=120)
-    pixels = _png_pixels(shot.read_bytes())
+    profile = tmp_path / f"profile-{name}"  # a fresh profile each run: nothing cached from another test or user
+    return subprocess.run([CHROMIUM, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args, html.as_uri()],
+                          check=True, capture_output=True, timeout=120, text=True)
+
+
+def screenshot(page: str, tmp_path: Path, name: str, width: int, height: int | None = None) -> list[tuple[int, int, int]]:
+    folder = Path(SHOTS) if SHOTS else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    shot = folder / f"{name}-{width}.png"
+    height = height or (5600 if width > 800 else 11000)  # the whole page: the charts come after the rules
+    chromium(page, tmp_path, f"{name}-{width}", f"--window-size={width},{height}", f"--screenshot={shot}")
+    return _png_pixels(shot.read_bytes())
+
+
+def layout_width(page: str, tmp_path: Path, name: str, width: int) -> dict[str, Any]:
+    """The laid-out page's width and its widest element, measured by Chromium in a frame ``width`` pixels wide (headless
+    windows are at least 500 px wide, so the page is framed; the report itself has no script)."""
+    probe = (f'<iframe id="f" style="width:{width}px;height:3000px;border:0" srcdoc="{html_lib.escape(page)}"></iframe>'
+             "<script>f.onload=()=>{const d=f.contentDocument;let widest=0,who='';"
+             "for(const e of d.querySelectorAll('body *')){if(e.closest('.scroll'))continue;"
+             "const r=e.getBoundingClientRect();if(r.right>widest){widest=Math.ceil(r.right);"
+             "who=e.tagName+' '+(e.getAttribute('class')||'')+' '+(e.textContent||'').slice(0,40)}}"
+             "document.title=JSON.stringify({inner:f.contentWindow.innerWidth,scroll:d.documentElement.scrollWidth,"
+             "widest,who})}</script>")
+    done = chromium(probe, tmp_path, f"{name}-probe-{width}", "--window-size=1000,1000", "--virtual-time-budget=5000",
+                    "--dump-dom")
+    measured = json.loads(html_lib.unescape(re.search(r"<title>(.*?)</title>", done.stdout).group(1)))
+    assert measured["inner"] == width, measured
+    return measured
+
+
+def _near(colours: set[tuple[int, int, int]], expected: tuple[int, int, int], within: int = 24) -> bool:
+    return any(sum(abs(a - b) for a, b in zip(c, expected, strict=True)) < within for c in colours)
+
+
+@needs_chromium
+@pytest.mark.parametrize("width", [1400, 400])
+def test_report_renders_in_headless_chromium(page: str, tmp_path: Path, width: int):
+    pixels = screenshot(page, tmp_path, "gpu-job", width)
     colours = set(pixels)
     assert len(colours) > 20  # text, badges and coloured series: far from a blank page
     non_white = sum(1 for p in pixels if p != (255, 255, 255))
     assert non_white / len(pixels) > 0.05
-    # the series palette's first two colours (GPU 0 and GPU 1 lines) are drawn
-    for expected in ((31, 119, 180), (255, 127, 14)):
-        assert any(sum(abs(a - b) for a, b in zip(c, expected, strict=True)) < 24 for c in colours), expected
+    # the series palette's first two colours (GPU 0 and GPU 1 lines), the IssuesFound badge and the threshold lines
+    for expected in ((31, 119, 180), (255, 127, 14), (192, 57, 43), (176, 58, 46)):
+        assert _near(colours, expected), expected
+
+
+@needs_chromium
+@pytest.mark.parametrize("name", ["gpu-job", "cpu-job"])
+def test_nothing_overflows_a_400_px_phone(page: str, cpu_only_page: str, tmp_path: Path, name: str):
+    measured = layout_width(page if name == "gpu-job" else cpu_only_page, tmp_path, name, 400)
+    assert measured["scroll"] <= 400, measured
+    assert measured["widest"] <= 400, measured
+
+
+@needs_chromium
+def test_cpu_only_report_shows_not_applicable(cpu_only_page: str, tmp_path: Path):
+    assert 'data-outcome="NotApplicable"' in cpu_only_page and "not a clean bill of health" in cpu_only_page
+    for width in (1400, 400):
+        colours = set(screenshot(cpu_only_page, tmp_path, "cpu-job", width))
+        assert _near(colours, (107, 119, 133), 12)  # the grey NotApplicable badge
+        assert not _near(colours, (46, 139, 87), 12)  # and no green NoIssuesFound badge anywhere
 
 
 def _png_pixels(data: bytes) -> list[tuple[int, int, int]]:

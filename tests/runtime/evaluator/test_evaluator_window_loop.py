@@ -79,8 +79,8 @@ def test_a_file_named_a_year_after_the_job_jumps_over_the_empty_windows(tmp_path
     results = ev.results(final=True)
     assert results[0].status == "IssuesFound"
     page = render(results, ev.timeline, ev.diagnostics(), title="t", source="s")
-    assert '<th>skipped windows</th><td class="num">525592</td>' in page
-    assert '<th>misplaced records</th><td class="num">11400</td>' in page
+    assert '<th>empty windows jumped over</th><td class="num">525592</td>' in page
+    assert '<th>records far from their file&#x27;s minute</th><td class="num">11400</td>' in page
 
 
 def test_a_file_named_in_the_future_is_reported_and_not_read(tmp_path: Path):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import tempfile
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -10,14 +12,21 @@ import pytest
 from botocore.stub import Stubber
 from rule_alarm_world import (
     ACCOUNT,
+    OUTPUT_BUCKET,
     REGION,
     SCHEDULED_EVENT,
     AwsClients,
     Harness,
     create_table,
+    evaluator_event,
     minutes,
 )
 
+from cdk_sagemaker_debugger.runtime.evaluator.engine import RuleConfig
+from cdk_sagemaker_debugger.runtime.evaluator.reading import evaluate_store
+from cdk_sagemaker_debugger.runtime.evaluator.report import summary
+from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
+from cdk_sagemaker_debugger.runtime.evaluator.synthetic import JobSpec, write_job
 from cdk_sagemaker_debugger.runtime.rule_alarm.alarm import RuleAlarmProcessor
 from cdk_sagemaker_debugger.runtime.rule_alarm.contract_shared import JobFamily
 from cdk_sagemaker_debugger.runtime.rule_alarm.settings import Settings
@@ -414,3 +423,41 @@ def test_finished_job_without_rules_is_released_by_the_sweep(harness: Harness, s
     harness.invoke(harness.world.state_change_event("exp-plain"))
     harness.world.jobs["exp-plain"].status = status
     assert harness.invoke(SCHEDULED_EVENT)["released"] == 1
+
+
+def test_the_email_says_why_what_to_try_and_links_the_html_report(harness: Harness) -> None:
+    """The e-mail of an evaluator verdict carries the evaluator's reason and what to try, read from the summary the
+    evaluator wrote (the real one, from a real evaluation), and a console link to the HTML report beside it."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = write_job(Path(tmp) / "profiler-output", JobSpec(minutes=3, gpus=2, cores=4, gpu_util=lambda *a: 20.0))
+        ev = evaluate_store(LocalStore(root), [RuleConfig("LowGPUUtilization", "LowGPUUtilization", {})],
+                            read_workers=1)
+    results = ev.results(final=True)
+    assert results[0].status == "IssuesFound"
+    job = _start(harness)
+    entry = {"RuleConfigurationName": "LowGPUUtilization", "RuleEvaluationStatus": "IssuesFound",
+             "StatusDetails": results[0].status_details, "LastModifiedTime": "1764412925000"}
+    key = harness.write_summary(job, "LowGPUUtilization", "IssuesFound",
+                                body=json.dumps(summary(results, ev.diagnostics())).encode())
+    harness.invoke(evaluator_event(job, [entry]))
+
+    body = _email(harness.published[0])
+    assert "Why:\n  - LowGPUUtilization: GPU utilisation low or fluctuating on algo-1/gpu0 (p95 20" in body
+    assert "What to try:\n  - LowGPUUtilization: Feed the GPUs faster" in body
+    html_key = key.rsplit("/", 1)[0] + "/profiler-report.html"
+    assert (f"HTML report:   https://{REGION}.console.aws.amazon.com/s3/object/{OUTPUT_BUCKET}?region={REGION}"
+            f"&prefix={html_key}") in body
+    assert body.index("Why:") < body.index("Training job:")  # the reason first, the facts after
+    assert "LowGPUUtilization: GPU utilisation low" in json.loads(harness.published[0]["Message"])["sms"]
+
+
+def test_a_damaged_summary_still_sends_the_email(harness: Harness) -> None:
+    job = _start(harness)
+    entry = {"RuleConfigurationName": "LowGPUUtilization", "RuleEvaluationStatus": "IssuesFound"}
+    summary = {"rules": [{"RuleConfigurationName": "LowGPUUtilization", "RuleEvaluationStatus": "IssuesFound",
+                          "Verdicts": [{"Rule": "x\u0007" * 500, "Verdict": "IssuesFound", "Reason": 7,
+                                        "WhatToTry": "not a list"}, "junk"]}]}
+    harness.write_summary(job, "LowGPUUtilization", "IssuesFound", body=json.dumps(summary).encode())
+    harness.invoke(evaluator_event(job, [entry]))
+    body = _email(harness.published[0])
+    assert "Rule LowGPUUtilization found issues" in body and "What to try" not in body and "\u0007" not in body

@@ -159,6 +159,7 @@ def test_the_alarm_reads_where_the_evaluator_writes() -> None:
     """The two runtime packages cannot import each other; their shared layout is checked here, with the constructs'."""
     assert reports.REPORT_FOLDER == evaluator_handler.REPORT_FOLDER == _common.EVALUATOR_REPORT_FOLDER
     assert reports.SUMMARY_NAME == evaluator_report.SUMMARY_NAME == _common.EVALUATOR_SUMMARY_FILE
+    assert reports.HTML_NAME == evaluator_report.HTML_NAME  # the e-mail links the HTML report beside the summary
     assert evaluator_state.STATE_TAGGING == "=".join(_common.EVALUATOR_STATE_TAG)  # what the lifecycle rule filters on
     state_key = evaluator_state.state_key("out/exp-1/rule-output", "0123456789abcdef")
     for key in (state_key, state_key + evaluator_lease.LEASE_SUFFIX):  # what the grants and the Deny cover

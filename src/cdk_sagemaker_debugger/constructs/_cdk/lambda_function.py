@@ -74,6 +74,18 @@ def runtime_function(
         max_event_age=max_event_age,
         description=description,
         environment=environment,
-        reserved_concurrent_executions=reserved_concurrency,
+        reserved_concurrent_executions=None if no_reservations(scope) else reserved_concurrency,
     )
     return RuntimeFunction(function, role, log_group, dead_letter_queue)
+
+
+#: ``cdk deploy -c cdk-sagemaker-debugger:reservedConcurrency=none`` (or the same key in cdk.json or
+#: ``cdk.App(context=...)``): no function of the library reserves concurrency. For accounts still at the new-account
+#: Lambda concurrency quota of 10, where any reservation fails the deployment (Lambda keeps 10 unreserved).
+NO_RESERVATIONS_CONTEXT = "cdk-sagemaker-debugger:reservedConcurrency"
+
+
+def no_reservations(scope: Construct) -> bool:
+    """True when the app asks for no reserved concurrency at all (:data:`NO_RESERVATIONS_CONTEXT` is "none")."""
+    value = scope.node.try_get_context(NO_RESERVATIONS_CONTEXT)
+    return isinstance(value, str) and value.strip().lower() == "none"

@@ -489,6 +489,12 @@ class ProfiledTrainingJob(Construct):
         ``model/job_family.py``)."""
         return self._arn("sagemaker", f"training-job/{job_name_pattern(self.job_name_prefix + '-')}")
 
+    def grant_sampler(self, grantee: iam.IGrantable) -> iam.Grant:
+        """Give a role you pass (``role=``) what the sampler needs: the bundle object, the profiler-output prefix."""
+        from ..sampler_grants import grant_sampler
+
+        return grant_sampler(self, grantee)
+
     def grant_start_execution(self, grantee: iam.IGrantable) -> iam.Grant:
         """Allow ``grantee`` to start training runs (executions of the state machine)."""
         return self.state_machine.grant_start_execution(grantee)

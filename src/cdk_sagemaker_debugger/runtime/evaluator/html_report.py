@@ -1,266 +1,261 @@
-"""A one-file HTML report: verdict table first, then the charts that explain the verdicts. Inline SVG, no scripts,
-no fonts or images fetched, so it opens the same from S3, an email attachment or a laptop without network.
+"""A one-file HTML report: the outcome in plain words and what to try first, then the verdict table, then the charts
+that explain the verdicts. Inline SVG, no scripts, no fonts or images fetched, so it opens the same from S3, an e-mail
+attachment or a laptop without network; it reads on a phone (400 px) as well as on a desktop.
 """
 
 from __future__ import annotations
 
-import html
 import time
 from typing import Any
 
-from .engine import STATUS_ISSUES, STATUS_NO_ISSUES, VERDICT_NOT_APPLICABLE, RuleResult
+from . import advice
+from .engine import STATUS_ISSUES, STATUS_NO_ISSUES, VERDICT_NOT_APPLICABLE, RuleResult, SubRuleResult
+from .html_charts import PERCENTILES, Threshold, bar_chart, esc, histogram, line_chart, range_chart
 from .timeline import Timeline
 
-PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22",
-           "#17becf")
-W, H = 760, 240
-PAD_L, PAD_R, PAD_T, PAD_B = 52, 120, 14, 34
-
 CSS = """
-body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:24px;color:#1d2329;background:#fff}
-h1{font-size:22px;margin:0 0 4px} h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde3ea;padding-bottom:4px}
-h3{font-size:14px;margin:14px 0 4px;color:#38434f} .meta{color:#5b6775;font-size:13px}
-table{border-collapse:collapse;font-size:13px;margin:6px 0} th,td{border:1px solid #dde3ea;padding:4px 8px;text-align:left}
-th{background:#f3f6f9} td.num{text-align:right;font-variant-numeric:tabular-nums}
-.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;font-size:12px;color:#fff}
-.IssuesFound{background:#c0392b} .NoIssuesFound{background:#2e8b57} .NotApplicable{background:#8a96a3}
-.InProgress{background:#2b6cb0} .Error{background:#7b341e}
-svg.chart{background:#fbfcfd;border:1px solid #e4e9ee;margin:4px 0} .axis{stroke:#9aa5b1;stroke-width:1}
-.grid{stroke:#e9edf1;stroke-width:1} .lbl{font-size:11px;fill:#5b6775} .empty{color:#5b6775;font-style:italic}
+*{box-sizing:border-box} html{-webkit-text-size-adjust:100%}
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:0 auto;padding:20px;max-width:1100px;
+color:#1d2329;background:#fff;line-height:1.4}
+h1{font-size:22px;margin:0 0 4px;overflow-wrap:anywhere}
+h2{font-size:17px;margin:28px 0 8px;border-bottom:1px solid #dde3ea;padding-bottom:4px}
+h3{font-size:14px;margin:14px 0 4px;color:#38434f} .meta{color:#5b6775;font-size:13px;overflow-wrap:anywhere}
+.scroll{overflow-x:auto;max-width:100%}
+table{border-collapse:collapse;font-size:13px;margin:6px 0} th,td{border:1px solid #dde3ea;padding:4px 8px;text-align:left;
+vertical-align:top} th{background:#f3f6f9} td.num{text-align:right;font-variant-numeric:tabular-nums}
+.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-weight:600;font-size:12px;color:#fff;white-space:nowrap}
+.IssuesFound{background:#c0392b} .NoIssuesFound{background:#2e8b57} .NotApplicable{background:#6b7785}
+.InProgress{background:#2b6cb0} .Informational{background:#4a6c8f} .Error{background:#7b341e}
+.outcome{font-size:15px;margin:10px 0} .outcome .badge{font-size:14px;padding:2px 10px}
+.todo{border-left:4px solid #c0392b;background:#fdf3f2;padding:8px 12px;font-size:14px;margin:8px 0;border-radius:0 4px 4px 0}
+.todo h3{margin:0 0 4px;color:#1d2329} .todo p{margin:2px 0 6px} .todo ul{margin:0;padding-left:20px}
+dl.columns{font-size:13px;color:#38434f;margin:6px 0} dl.columns dt{font-weight:600;float:left;clear:left;margin-right:6px}
+dl.columns dd{margin:0 0 2px}
+figure.chart{margin:6px 0 14px;max-width:760px} svg.chart{display:block;width:100%;height:auto;background:#fbfcfd;
+border:1px solid #e4e9ee} .axis{stroke:#9aa5b1;stroke-width:1} .grid{stroke:#e9edf1;stroke-width:1}
+.lbl{font-size:12px;fill:#5b6775} .empty{color:#5b6775;font-style:italic}
+ul.legend{list-style:none;padding:0;margin:4px 0;display:flex;flex-wrap:wrap;gap:2px 14px;font-size:12px;color:#38434f}
+.swatch{display:inline-block;width:10px;height:10px;margin-right:5px;vertical-align:-1px}
+.swatch.dashed{width:16px;height:0;border-top:2px dashed;vertical-align:3px}
+@media (max-width:600px){
+ body{padding:10px} h1{font-size:18px}
+ table.verdicts,table.verdicts tbody,table.verdicts tr,table.verdicts td{display:block;width:100%}
+ table.verdicts tr.head{display:none} table.verdicts tr{border:1px solid #dde3ea;margin:0 0 8px;border-radius:4px}
+ table.verdicts td{border:0;padding:2px 8px;text-align:left} table.verdicts td.num{text-align:left}
+ table.verdicts td[data-label]::before{content:attr(data-label) ": ";font-weight:600;color:#5b6775}
+ table.verdicts td.rule{font-weight:600;background:#f3f6f9}
+ .lbl{font-size:22px}
+}
 """
+_VERDICT_ORDER = {STATUS_ISSUES: 0, STATUS_NO_ISSUES: 1, VERDICT_NOT_APPLICABLE: 2}
 
 
-def _esc(value: Any) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _fmt_time(epoch: float, span: float = 3600.0) -> str:
-    return time.strftime("%H:%M:%S" if span < 600 else "%H:%M", time.gmtime(epoch))
-
-
-def line_chart(chart_id: str, title: str, series: dict[str, list[list[float]]], *, y_max: float | None = None,
-               y_label: str = "%") -> str:
-    """An SVG line chart of ``{label: [[epoch seconds, value], ...]}``."""
-    points = [p for s in series.values() for p in s]
-    if not points:
-        return f'<p class="empty">{_esc(title)}: no data.</p>'
-    x0 = min(p[0] for p in points)
-    x1 = max(p[0] for p in points)
-    if x1 <= x0:
-        x1 = x0 + 1
-    top = y_max if y_max is not None else max(max(p[1] for p in points), 1e-9) * 1.1
-    pw, ph = W - PAD_L - PAD_R, H - PAD_T - PAD_B
-
-    def sx(x: float) -> float:
-        return PAD_L + (x - x0) / (x1 - x0) * pw
-
-    def sy(y: float) -> float:
-        return PAD_T + ph - min(max(y, 0.0), top) / top * ph
-
-    parts = [f'<svg class="chart" data-chart="{_esc(chart_id)}" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
-             f'xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{_esc(title)}">']
-    for i in range(5):
-        y = top * i / 4
-        parts.append(f'<line class="grid" x1="{PAD_L}" x2="{PAD_L + pw}" y1="{sy(y):.1f}" y2="{sy(y):.1f}"/>')
-        parts.append(f'<text class="lbl" x="{PAD_L - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">{y:.3g}</text>')
-    for i in range(5):
-        x = x0 + (x1 - x0) * i / 4
-        parts.append(f'<text class="lbl" x="{sx(x):.1f}" y="{H - 12}" text-anchor="middle">{_fmt_time(x, x1 - x0)}</text>')
-    parts.append(f'<line class="axis" x1="{PAD_L}" x2="{PAD_L}" y1="{PAD_T}" y2="{PAD_T + ph}"/>')
-    parts.append(f'<line class="axis" x1="{PAD_L}" x2="{PAD_L + pw}" y1="{PAD_T + ph}" y2="{PAD_T + ph}"/>')
-    parts.append(f'<text class="lbl" x="10" y="{PAD_T + 10}">{_esc(y_label)}</text>')
-    for n, (label, pts) in enumerate(sorted(series.items())):
-        color = PALETTE[n % len(PALETTE)]
-        coords = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in pts)
-        if len(pts) == 1:
-            x, y = pts[0]
-            parts.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{color}"/>')
-        else:
-            parts.append(f'<polyline class="series" fill="none" stroke="{color}" stroke-width="1.6" points="{coords}"/>')
-        ly = PAD_T + 12 + n * 15
-        if ly < H - PAD_B:
-            parts.append(f'<rect x="{W - PAD_R + 10}" y="{ly - 8}" width="10" height="10" fill="{color}"/>')
-            parts.append(f'<text class="lbl" x="{W - PAD_R + 25}" y="{ly + 1}">{_esc(label)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
-
-
-def bar_chart(chart_id: str, title: str, counts: list[int], edges: list[float], *, highlight_from: float | None = None,
-              x_label: str = "") -> str:
-    if not counts or not any(counts):
-        return f'<p class="empty">{_esc(title)}: no data.</p>'
-    pw, ph = W - PAD_L - PAD_R, H - PAD_T - PAD_B
-    top = max(counts)
-    bw = pw / len(counts)
-    parts = [f'<svg class="chart" data-chart="{_esc(chart_id)}" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
-             f'xmlns="http://www.w3.org/2000/svg" role="img" aria-label="{_esc(title)}">']
-    for i, c in enumerate(counts):
-        if not c:
+def _parameters(sub: SubRuleResult) -> dict[str, float]:
+    """A rule's numeric parameters, from its report's ``RuleParameters`` (``key:value`` lines)."""
+    values: dict[str, float] = {}
+    for line in str(sub.report.get("RuleParameters", "")).splitlines():
+        key, _, raw = line.partition(":")
+        try:
+            values[key.strip()] = float(raw)
+        except ValueError:
             continue
-        h = c / top * ph
-        color = "#c0392b" if highlight_from is not None and edges[i] >= highlight_from else "#1f77b4"
-        parts.append(f'<rect class="bar" x="{PAD_L + i * bw:.1f}" y="{PAD_T + ph - h:.1f}" width="{max(bw - 1, 1):.1f}" '
-                     f'height="{h:.1f}" fill="{color}"><title>{edges[i]:.4g}..{edges[i + 1]:.4g}: {c}</title></rect>')
-    parts.append(f'<line class="axis" x1="{PAD_L}" x2="{PAD_L + pw}" y1="{PAD_T + ph}" y2="{PAD_T + ph}"/>')
-    for i in range(5):
-        x = edges[0] + (edges[-1] - edges[0]) * i / 4
-        parts.append(f'<text class="lbl" x="{PAD_L + pw * i / 4:.1f}" y="{H - 12}" text-anchor="middle">{x:.3g}</text>')
-    parts.append(f'<text class="lbl" x="{PAD_L}" y="{PAD_T + 10}">{top}</text>')
-    parts.append(f'<text class="lbl" x="{PAD_L + pw}" y="{H - 1}" text-anchor="end">{_esc(x_label)}</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+    return values
 
 
-def _histogram(values: list[float], bins: int = 40) -> tuple[list[int], list[float]]:
-    lo, hi = min(values), max(values)
-    if hi <= lo:
-        hi = lo + 1e-9
-    edges = [lo + (hi - lo) * i / bins for i in range(bins + 1)]
-    counts = [0] * bins
-    for v in values:
-        counts[min(int((v - lo) / (hi - lo) * bins), bins - 1)] += 1
-    return counts, edges
+def _subs(results: list[RuleResult], name: str) -> list[SubRuleResult]:
+    return [s for r in results for s in r.rules if s.name == name]
+
+
+def _thresholds(results: list[RuleResult], rule: str, keys: dict[str, str]) -> list[Threshold]:
+    """Dashed lines for a rule's thresholds, where the rule was evaluated: ``keys`` maps parameter -> label."""
+    lines: list[Threshold] = []
+    for sub in _subs(results, rule)[:1]:
+        params = _parameters(sub)
+        lines += [(params[key], f"{rule} {label}") for key, label in keys.items() if key in params]
+    return lines
+
+
+def outcome_block(results: list[RuleResult], windows: int | None) -> list[str]:
+    out = []
+    for result in results:
+        word = advice.outcome(result)
+        out.append(f'<p class="outcome" data-outcome="{esc(word)}"><b>{esc(result.configuration_name)}</b>: '
+                   f'<span class="badge {esc(word)}">{esc(word)}</span> {esc(advice.headline(result, windows))}</p>')
+        if result.status_details:
+            out.append(f'<p class="meta">SageMaker status: {esc(result.status)} &middot; '
+                       f"{esc(result.status_details.strip())}</p>")
+    return out
+
+
+def what_to_try_section(results: list[RuleResult]) -> list[str]:
+    issues = [s for r in results for s in r.rules if s.verdict == STATUS_ISSUES]
+    if not issues:
+        return []
+    out = ["<h2>What to try</h2>"]
+    for sub in issues:
+        tips = "".join(f"<li>{esc(tip)}</li>" for tip in advice.what_to_try(sub))
+        out.append(f'<div class="todo" data-todo="{esc(sub.name)}"><h3>{esc(sub.name)}</h3>'
+                   f"<p>{esc(advice.reason(sub))}</p><ul>{tips}</ul></div>")
+    return out
 
 
 def _summary_table(results: list[RuleResult]) -> str:
-    rows = ['<table class="verdicts"><tr><th>Rule</th><th>Verdict</th><th>Triggered</th><th>Violations</th>'
-            '<th>Datapoints</th><th>Why</th></tr>']
-    order = {STATUS_ISSUES: 0, STATUS_NO_ISSUES: 1, VERDICT_NOT_APPLICABLE: 2}
+    labels = [name for name, _ in advice.COLUMNS]
+    rows = ['<table class="verdicts"><tr class="head">' + "".join(f"<th>{esc(n)}</th>" for n in labels) + "</tr>"]
     for result in results:
-        for sub in sorted(result.rules, key=lambda s: order.get(s.verdict, 3)):
-            r = sub.report
+        for sub in sorted(result.rules, key=lambda s: _VERDICT_ORDER.get(s.verdict, 3)):
+            r, shown = sub.report, advice.shown_verdict(sub)
             rows.append(
-                f'<tr data-rule="{_esc(sub.name)}"><td>{_esc(sub.name)}</td>'
-                f'<td><span class="badge {_esc(sub.verdict)}">{_esc(sub.verdict)}</span></td>'
-                f'<td class="num">{r["RuleTriggered"]}</td><td class="num">{r["Violations"]}</td>'
-                f'<td class="num">{r["Datapoints"]}</td><td>{_esc(sub.reason)}</td></tr>'
+                f'<tr data-rule="{esc(sub.name)}"><td class="rule">{esc(sub.name)}</td>'
+                f'<td data-label="{labels[1]}"><span class="badge {esc(shown)}">{esc(shown)}</span></td>'
+                f'<td class="num" data-label="{labels[2]}">{r["RuleTriggered"]}</td>'
+                f'<td class="num" data-label="{labels[3]}">{r["Violations"]}</td>'
+                f'<td class="num" data-label="{labels[4]}">{r["Datapoints"]}</td>'
+                f'<td data-label="{labels[5]}">{esc(advice.reason(sub))}</td></tr>'
             )
     rows.append("</table>")
     return "".join(rows)
 
 
-def _usage_table(results: list[RuleResult]) -> str:
-    for result in results:
-        for sub in result.rules:
-            if sub.name == "OverallSystemUsage":
-                details = sub.report.get("Details", {})
-                rows = ['<table class="usage"><tr><th>Metric</th><th>Node</th><th>max</th><th>p99</th><th>p95</th>'
-                        '<th>p50</th><th>min</th></tr>']
-                for metric, nodes in details.items():
-                    for node, stats in nodes.items():
-                        cells = "".join(f'<td class="num">{stats.get(k)}</td>' for k in ("max", "p99", "p95", "p50", "min"))
-                        rows.append(f"<tr><td>{_esc(metric)}</td><td>{_esc(node)}</td>{cells}</tr>")
-                rows.append("</table>")
-                return "".join(rows)
-    return '<p class="empty">System usage was not evaluated.</p>'
+def rules_section(results: list[RuleResult]) -> list[str]:
+    columns = "".join(f"<dt>{esc(name)}</dt><dd>{esc(text)}</dd>" for name, text in advice.COLUMNS)
+    return ["<h2>Rules</h2>", _summary_table(results), f'<dl class="columns">{columns}</dl>',
+            f'<p class="meta">{esc(advice.WINDOWS_AND_STEPS)}</p>']
 
 
-def _usage_chart(results: list[RuleResult]) -> str:
-    for result in results:
-        for sub in result.rules:
-            if sub.name == "OverallSystemUsage":
-                series: dict[str, list[list[float]]] = {}
-                details = sub.report.get("Details", {})
-                for metric in ("GPU", "CPU", "GPU memory", "CPU memory", "I/O"):
-                    for node, stats in details.get(metric, {}).items():
-                        series[f"{metric} {node}"] = [[i, float(stats.get(k) or 0)]
-                                                      for i, k in enumerate(("min", "p50", "p95", "p99", "max"))]
-                if not series:
-                    return ""
-                chart = line_chart("system-usage-percentiles", "System usage percentiles", series, y_max=100)
-                # the x axis is min, p50, p95, p99, max rather than time
-                for i, label in enumerate(("min", "p50", "p95", "p99", "max")):
-                    chart = chart.replace(f">{_fmt_time(i, 4)}</text>", f">{label}</text>", 1)
-                return chart
-    return ""
+def _usage_details(results: list[RuleResult]) -> dict[str, Any] | None:
+    subs = _subs(results, "OverallSystemUsage")
+    return subs[0].report.get("Details", {}) if subs else None
+
+
+def _usage_table(details: dict[str, Any]) -> str:
+    head = "".join(f"<th>{k}</th>" for k in PERCENTILES)
+    rows = [f'<div class="scroll"><table class="usage"><tr><th>#</th><th>Metric</th><th>Node</th>{head}</tr>']
+    for n, (label, metric, node, stats) in enumerate(_usage_rows(details)):
+        cells = "".join(f'<td class="num">{esc(stats.get(k))}</td>' for k in PERCENTILES)
+        rows.append(f'<tr><td class="num">{n + 1 if label else ""}</td><td>{esc(metric)}</td><td>{esc(node)}</td>'
+                    f"{cells}</tr>")
+    rows.append("</table></div>")
+    return "".join(rows)
+
+
+def _usage_rows(details: dict[str, Any]) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(chart label or "" when not charted, metric, node, percentiles): charted metrics first, in chart order."""
+    charted = ("GPU", "CPU", "GPU memory", "CPU memory", "I/O")
+    rows = [(f"{m} {node}", m, node, stats) for m in charted for node, stats in sorted(details.get(m, {}).items())]
+    rows += [("", m, node, stats) for m, nodes in details.items() if m not in charted for node, stats in nodes.items()]
+    return rows
+
+
+def usage_section(results: list[RuleResult]) -> list[str]:
+    out = ["<h2>System usage percentiles</h2>"]
+    details = _usage_details(results)
+    if details is None:
+        return out + ['<p class="empty">System usage was not evaluated.</p>']
+    charted = [(label, stats) for label, _m, _n, stats in _usage_rows(details) if label]
+    out.append(range_chart("system-usage-percentiles", "System usage percentiles", charted))
+    out.append(_usage_table(details))
+    return out
+
+
+def _device_charts(kind: str, title: str, series: dict[str, dict[str, list[list[float]]]],
+                   thresholds: list[Threshold], empty: str) -> list[str]:
+    if not series:
+        return [f'<p class="empty">{esc(empty)}</p>']
+    return [f"<h3>{esc(node)}</h3>" + line_chart(f"{kind}-{node}", f"{title} {node}", devices, y_max=100,
+                                                 thresholds=thresholds)
+            for node, devices in sorted(series.items())]
+
+
+def system_section(results: list[RuleResult], timeline: Timeline) -> list[str]:
+    gpu_lines = _thresholds(results, "LowGPUUtilization", {"threshold_p95": "threshold_p95 (p95 must reach it)",
+                                                          "threshold_p5": "threshold_p5 (p5 must reach it)"})
+    out = ["<h2>GPU utilisation</h2>"]
+    out += _device_charts("gpu-utilization", "GPU utilisation", timeline.series.get("gpu", {}), gpu_lines,
+                          "No GPU metrics: CPU-only instance or the profiler recorded none.")
+    out.append("<h2>GPU memory</h2>")
+    out += _device_charts("gpu-memory", "GPU memory", timeline.series.get("gpu_memory", {}), [],
+                          "No GPU memory metrics.")
+    out.append("<h2>CPU utilisation (mean over cores)</h2>")
+    cpu = timeline.series.get("cpu", {})
+    if cpu:
+        cpu_lines = _thresholds(results, "CPUBottleneck", {"cpu_threshold": "cpu_threshold (busy above it)"})
+        merged = {node: devices.get("all cores", []) for node, devices in cpu.items()}
+        out.append(line_chart("cpu-utilization", "CPU utilisation", merged, y_max=100, thresholds=cpu_lines))
+    else:
+        out.append('<p class="empty">No CPU metrics.</p>')
+    return out
 
 
 def render(results: list[RuleResult], timeline: Timeline, diagnostics: dict[str, Any], *, title: str,
            source: str) -> str:
     """The whole report as one HTML string."""
-    out = ["<!DOCTYPE html><html lang=\"en\"><head><meta charset=\"utf-8\">",
-           f"<title>{_esc(title)}</title><style>{CSS}</style></head><body>",
-           f"<h1>{_esc(title)}</h1>",
-           f'<p class="meta">Source: {_esc(source)} &middot; {diagnostics.get("windows", 0)} analysis window(s) &middot; '
+    windows = int(diagnostics.get("windows", 0) or 0)
+    out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
+           f"<title>{esc(title)}</title><style>{CSS}</style></head><body>",
+           f"<h1>{esc(title)}</h1>",
+           f'<p class="meta">Source: {esc(source)} &middot; {windows} analysis window(s) &middot; '
            f'generated {time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())}</p>']
-    for result in results:
-        details = f' &middot; {_esc(result.status_details.strip())}' if result.status_details else ""
-        out.append(f'<p><b>{_esc(result.configuration_name)}</b>: '
-                   f'<span class="badge {_esc(result.status)}">{_esc(result.status)}</span>{details}</p>')
-    out.append("<h2>Rules</h2>")
-    out.append(_summary_table(results))
-
-    out.append("<h2>GPU utilisation</h2>")
-    gpu = timeline.series.get("gpu", {})
-    if not gpu:
-        out.append('<p class="empty">No GPU metrics: CPU-only instance or the profiler recorded none.</p>')
-    for node, devices in sorted(gpu.items()):
-        out.append(f"<h3>{_esc(node)}</h3>" + line_chart(f"gpu-utilization-{node}", f"GPU utilisation {node}", devices,
-                                                         y_max=100))
-    out.append("<h2>GPU memory</h2>")
-    mem = timeline.series.get("gpu_memory", {})
-    if not mem:
-        out.append('<p class="empty">No GPU memory metrics.</p>')
-    for node, devices in sorted(mem.items()):
-        out.append(f"<h3>{_esc(node)}</h3>" + line_chart(f"gpu-memory-{node}", f"GPU memory {node}", devices, y_max=100))
-    out.append("<h2>CPU utilisation (mean over cores)</h2>")
-    cpu = timeline.series.get("cpu", {})
-    if cpu:
-        merged = {node: devices.get("all cores", []) for node, devices in cpu.items()}
-        out.append(line_chart("cpu-utilization", "CPU utilisation", merged, y_max=100))
-    else:
-        out.append('<p class="empty">No CPU metrics.</p>')
-
+    out += outcome_block(results, windows)
+    out += what_to_try_section(results)
+    out += rules_section(results)
+    out += system_section(results, timeline)
     out += _steps_section(timeline)
-
-    out.append("<h2>System usage percentiles</h2>")
-    out.append(_usage_chart(results))
-    out.append(_usage_table(results))
-
+    out += usage_section(results)
     out += _data_read(diagnostics)
     out.append("</body></html>")
     return "\n".join(out)
 
 
 def _steps_section(timeline: Timeline) -> list[str]:
-    out: list[str] = []
-    out.append("<h2>Step durations</h2>")
+    out = ["<h2>Step durations</h2>"]
     steps = timeline.steps
-    if steps:
-        durations = [s[1] for s in steps]
-        mean = sum(durations) / len(durations)
-        std = (sum((d - mean) ** 2 for d in durations) / len(durations)) ** 0.5
-        cutoff = mean + 3 * std
-        counts, edges = _histogram(durations)
-        out.append(f'<p class="meta">{timeline.step_count} step(s); mean {mean:.4g} s, std {std:.4g} s; '
-                   f"red bars lie above mean + 3 std ({cutoff:.4g} s).</p>")
-        out.append(bar_chart("step-duration-histogram", "Step duration histogram", counts, edges,
-                             highlight_from=cutoff, x_label="seconds"))
-        by_phase: dict[str, list[list[float]]] = {}
-        for end, duration, node, phase, _step in steps:
-            by_phase.setdefault(f"{node} {phase.replace('Step:ModeKeys.', '')}", []).append([end, duration])
-        out.append(line_chart("step-duration-over-time", "Step duration over time", by_phase, y_label="s"))
-        outliers = sorted((s for s in steps if s[1] > cutoff), key=lambda s: -s[1])[:20]
-        if outliers:
-            out.append('<table class="outliers"><tr><th>Step</th><th>Node</th><th>Phase</th><th>Duration (s)</th></tr>')
-            for _end, duration, node, phase, step in outliers:
-                out.append(f"<tr><td>{_esc(step)}</td><td>{_esc(node)}</td><td>{_esc(phase)}</td>"
-                           f'<td class="num">{duration:.4g}</td></tr>')
-            out.append("</table>")
-    else:
-        out.append('<p class="empty">No step events: framework profiling was off or unsupported.</p>')
+    if not steps:
+        return out + ['<p class="empty">No step events: framework profiling was off or unsupported.</p>']
+    durations = [s[1] for s in steps]
+    mean = sum(durations) / len(durations)
+    std = (sum((d - mean) ** 2 for d in durations) / len(durations)) ** 0.5
+    cutoff = mean + 3 * std
+    counts, edges = histogram(durations)
+    out.append(f'<p class="meta">{timeline.step_count} training step(s) (iterations of the training loop); mean '
+               f"{mean:.4g} s, std {std:.4g} s; red bars lie above mean + 3 std ({cutoff:.4g} s).</p>")
+    out.append(bar_chart("step-duration-histogram", "Step duration histogram", counts, edges,
+                         highlight_from=cutoff, x_label="step duration (seconds)", y_label="steps"))
+    by_phase: dict[str, list[list[float]]] = {}
+    for end, duration, node, phase, _step in steps:
+        by_phase.setdefault(f"{node} {phase.replace('Step:ModeKeys.', '')}", []).append([end, duration])
+    out.append(line_chart("step-duration-over-time", "Step duration over time", by_phase, y_label="s"))
+    outliers = sorted((s for s in steps if s[1] > cutoff), key=lambda s: -s[1])[:20]
+    if outliers:
+        out.append('<div class="scroll"><table class="outliers"><tr><th>Step</th><th>Node</th><th>Phase</th>'
+                   "<th>Duration (s)</th></tr>")
+        for _end, duration, node, phase, step in outliers:
+            out.append(f"<tr><td>{esc(step)}</td><td>{esc(node)}</td><td>{esc(phase)}</td>"
+                       f'<td class="num">{duration:.4g}</td></tr>')
+        out.append("</table></div>")
     return out
+
+
+_DIAGNOSTICS = (
+    ("files", "profiler files read"), ("records", "samples and events read"), ("bytes", "bytes read"),
+    ("bad_lines", "damaged lines skipped"), ("bad_files", "damaged files skipped"),
+    ("late_records", "records that arrived after their window closed"),
+    ("records_before_origin", "records before the job's first window"),
+    ("misplaced_records", "records far from their file's minute"), ("skipped_windows", "empty windows jumped over"),
+)
 
 
 def _data_read(diagnostics: dict[str, Any]) -> list[str]:
-    out: list[str] = []
-    out.append("<h2>Data read</h2>")
-    out.append('<table class="diagnostics">')
-    for key in ("files", "records", "bytes", "bad_lines", "bad_files", "late_records", "records_before_origin",
-                "misplaced_records", "skipped_windows"):
-        out.append(f'<tr><th>{_esc(key.replace("_", " "))}</th><td class="num">{_esc(diagnostics.get(key, 0))}</td></tr>')
+    out = ["<h2>Data read</h2>", '<table class="diagnostics">']
+    for key, label in _DIAGNOSTICS:
+        out.append(f'<tr><th>{esc(label)}</th><td class="num">{esc(diagnostics.get(key, 0))}</td></tr>')
     out.append("</table>")
     problems = diagnostics.get("problems") or []
     if problems:
-        out.append("<ul>" + "".join(f"<li>{_esc(p)}</li>" for p in problems) + "</ul>")
+        out.append("<ul>" + "".join(f"<li>{esc(p)}</li>" for p in problems) + "</ul>")
     return out
+
+
+_esc = esc  # the metric rules' report shares these
+__all__ = ["CSS", "render", "line_chart", "bar_chart", "outcome_block", "what_to_try_section", "rules_section"]

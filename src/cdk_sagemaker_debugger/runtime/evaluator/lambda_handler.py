@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from . import cloudwatch, dispatch
+from . import cloudwatch, dispatch, mlflow_export
 from .contract_shared import DEFAULT_NAMESPACE, JOB_FAMILY_ENV, EvaluatorEnvironment, JobFamily, job_tags
 from .engine import PROFILER_REPORT, Evaluator, RuleConfig, RuleResult
 from .html_report import render
@@ -593,6 +593,10 @@ def commit_and_deliver(run: JobRun, stored: StoredState, description: dict[str, 
     if reports_due:
         write_reports(clients.s3, bucket, run.reports or [])
         emit_emf(emf_lines(job, results, settings.namespace))
+        mlflow_note = mlflow_export.deliver(description, results, run.evaluator.windows_evaluated, run.reports or [],
+                                            os.environ.get(EvaluatorEnvironment.MLFLOW_TRACKING_SERVER_ARN))
+        if mlflow_note and os.environ.get(EvaluatorEnvironment.MLFLOW_TRACKING_SERVER_ARN):
+            LOG.warning("%s: verdicts not written to MLflow: %s", job, mlflow_note)
     if outbox:
         put_events(clients.events, [status_change_event(job, description["TrainingJobArn"], outbox, settings.event_bus)])
     if outbox or reports_due:

@@ -26,7 +26,7 @@ from .engine import (
     SubRuleResult,
     condition_met_details,
 )
-from .html_report import CSS, _esc, _summary_table, line_chart
+from .html_report import CSS, _esc, line_chart, outcome_block, rules_section, what_to_try_section
 from .metric_checks import Outcome, Series, iso, loss_not_decreasing, overfit, overtraining, stalled
 from .rules import RuleConfigError, coerce_parameter, epoch_seconds
 
@@ -257,13 +257,12 @@ def render_html(result: RuleResult, evaluation: MetricEvaluation, *, title: str,
     """The report of one metric rule: the verdict table (as for the profiler rules), the metric chart, the violations."""
     run = next((r for r in evaluation.runs if r.config.configuration_name == result.configuration_name), None)
     names = list(run.metrics.values()) if run is not None else []
-    details = f" &middot; {_esc(result.status_details.strip())}" if result.status_details else ""
     out = ['<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+           '<meta name="viewport" content="width=device-width, initial-scale=1">',
            f"<title>{_esc(title)}</title><style>{CSS}</style></head><body>", f"<h1>{_esc(title)}</h1>",
-           f'<p class="meta">Source: {_esc(source)}</p>',
-           f'<p><b>{_esc(result.configuration_name)}</b>: <span class="badge {_esc(result.status)}">'
-           f"{_esc(result.status)}</span>{details}</p>", "<h2>Rules</h2>", _summary_table([result]),
-           "<h2>Training metrics</h2>"]
+           f'<p class="meta">Source: {_esc(source)}</p>']
+    out += outcome_block([result], None)
+    out += what_to_try_section([result]) + rules_section([result]) + ["<h2>Training metrics</h2>"]
     series = {name: evaluation.series.get(name, []) for name in names}
     out.append(line_chart("training-metrics", "Training metrics", series, y_label="value"))
     violations = [v for sub in result.rules for v in sub.report.get("Details", {}).get("violations",

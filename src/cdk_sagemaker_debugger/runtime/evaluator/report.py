@@ -6,6 +6,7 @@ import json
 import math
 from typing import Any
 
+from . import advice
 from .engine import RuleResult, SubRuleResult
 
 REPORTS_FOLDER = "profiler-reports"
@@ -39,14 +40,20 @@ def report_files(results: list[RuleResult]) -> dict[str, str]:
 
 
 def summary(results: list[RuleResult], diagnostics: dict[str, Any]) -> dict[str, Any]:
+    """The evaluation summary: SageMaker's status per configured rule, the reader's outcome and headline, and per
+    rule its verdict, the evaluator's reason and (for issues) what to try."""
+    windows = int(diagnostics.get("windows", 0) or 0)
     return {
         "rules": [
             {
                 "RuleConfigurationName": r.configuration_name,
                 "RuleToInvoke": r.rule_to_invoke,
                 "RuleEvaluationStatus": r.status,
+                "Outcome": advice.outcome(r),
+                "Headline": advice.headline(r, windows),
                 "StatusDetails": r.status_details,
-                "Verdicts": [{"Rule": s.name, "Verdict": s.verdict, "Reason": s.reason} for s in r.rules],
+                "Verdicts": [{"Rule": s.name, "Verdict": s.verdict, "Reason": advice.reason(s),
+                              "WhatToTry": advice.what_to_try(s)} for s in r.rules],
             }
             for r in results
         ],
@@ -54,13 +61,14 @@ def summary(results: list[RuleResult], diagnostics: dict[str, Any]) -> dict[str,
     }
 
 
-def verdict_table(results: list[RuleResult]) -> str:
-    rows = [("Rule", "Verdict", "Triggered", "Violations", "Datapoints", "Reason")]
+def verdict_table(results: list[RuleResult], windows: int | None = None) -> str:
+    """The verdicts as a text table (the CLI prints it), each configured rule's outcome, and what to try."""
+    rows = [("Rule", "Outcome", "Windows met", "Violations", "Datapoints", "Why")]
     for result in results:
         for sub in result.rules:
             r = sub.report
-            rows.append((sub.name, sub.verdict, str(r["RuleTriggered"]), str(r["Violations"]), str(r["Datapoints"]),
-                         sub.reason))
+            rows.append((sub.name, advice.shown_verdict(sub), str(r["RuleTriggered"]), str(r["Violations"]), str(r["Datapoints"]),
+                         advice.reason(sub)))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
     lines = []
     for n, row in enumerate(rows):
@@ -69,8 +77,14 @@ def verdict_table(results: list[RuleResult]) -> str:
         if n == 0:
             lines.append("  ".join("-" * w for w in widths) + "  " + "-" * 6)
     for result in results:
-        line = f"{result.configuration_name}: {result.status}"
-        if result.status_details:
-            line += f" ({result.status_details.strip()})"
+        if windows is None:
+            line = f"{result.configuration_name}: {advice.outcome(result)}"
+            if result.status_details:
+                line += f" ({result.status_details.strip()})"
+        else:
+            line = f"{result.configuration_name}: {advice.outcome(result)}. {advice.headline(result, windows)}"
         lines.append(line)
+        for sub in result.rules:
+            for tip in advice.what_to_try(sub):
+                lines.append(f"  try ({sub.name}): {tip}")
     return "\n".join(lines)

@@ -36,7 +36,7 @@ from .events import (
 from .ledger import DONE, Claim, ClaimRefused, JobLedger, LeaseLost, Ledger, Transition
 from .logs import get_logger
 from .message import JobView, Notification, compose
-from .reports import reported_status
+from .reports import findings, reported_status
 from .settings import Settings
 
 _NOT_FOUND_CODES = frozenset({"ValidationException", "ResourceNotFound"})
@@ -329,7 +329,9 @@ class RuleAlarmProcessor:
         if self.settings.stop_prefix is not None and transition.status == STOP_ON_STATUS and stop_outcome is None:
             stop_outcome = self._stop(job, invocation, fields)
             self.ledger.record(claim, stop_outcome=stop_outcome)
-        notification = compose(job, transition, stop_outcome=stop_outcome)
+        described = {"TrainingJobName": job.name, "OutputDataConfig": {"S3OutputPath": job.output_s3_uri}}
+        found = findings(self._s3, described, transition.rule) if self._s3 is not None else None
+        notification = compose(job, transition, stop_outcome=stop_outcome, findings=found)
         message_id = claim.message_id
         if message_id is None:
             message_id = self._notify(job, claim, notification, invocation, fields, stop_outcome)

@@ -8,8 +8,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+from urllib.parse import quote
 
 from .ledger import Transition
+from .reports import Findings
 
 MAX_SUBJECT_CHARS = 99  # SNS: "less than 100 characters", ASCII, no line breaks
 MAX_SMS_CHARS = 160  # one SMS segment; longer texts are split and cost more
@@ -99,6 +101,12 @@ def console_url(job: JobView) -> str:
     return f"{domain}/sagemaker/home?region={job.region}#/jobs/{job.name}"
 
 
+def s3_console_url(job: JobView, bucket: str, key: str) -> str:
+    """The S3 console's page for one object (open it, then Open or Download)."""
+    domain = _CONSOLE_DOMAINS.get(job.partition, _CONSOLE_DOMAINS["aws"]).format(region=job.region)
+    return f"{domain}/s3/object/{quote(bucket, safe='')}?region={job.region}&prefix={quote(key, safe='/')}"
+
+
 def report_location(job: JobView, rule: str) -> str | None:
     """Where the rule writes its report: its own S3OutputPath, else ``<output>/<job>/rule-output/<rule>/``."""
     if rule in job.rule_output_paths:
@@ -108,15 +116,16 @@ def report_location(job: JobView, rule: str) -> str | None:
     return f"{job.output_s3_uri.rstrip('/')}/{job.name}/rule-output/{rule}/"
 
 
-def compose(job: JobView, transition: Transition, *, stop_outcome: str | None) -> Notification:
-    """Build the notification for one transition."""
+def compose(job: JobView, transition: Transition, *, stop_outcome: str | None,
+            findings: Findings | None = None) -> Notification:
+    """Build the notification for one transition; ``findings`` (the evaluator's summary) adds why and what to try."""
     when = _readable_time(transition.modified_at)
     url = console_url(job)
     location = report_location(job, transition.rule)
     verb = _STATUS_WORDS.get(transition.status, transition.status)
-    lines = [
-        f"Rule {transition.rule} {verb} on SageMaker training job {job.name}.",
-        "",
+    lines = [f"Rule {transition.rule} {verb} on SageMaker training job {job.name}.", ""]
+    lines += _findings_lines(findings)
+    lines += [
         f"Training job:  {job.name} ({job.status}{', ' + job.secondary_status if job.secondary_status else ''})",
         f"Rule:          {transition.rule}",
         f"Status:        {transition.status}",
@@ -125,13 +134,16 @@ def compose(job: JobView, transition: Transition, *, stop_outcome: str | None) -
     ]
     if stop_outcome is not None:
         lines.append(f"Action:        {STOP_OUTCOME_TEXT.get(stop_outcome, stop_outcome)}")
+    lines.append(f"Console:       {url}")
+    if findings is not None and findings.html_report is not None:
+        lines.append(f"HTML report:   {s3_console_url(job, *findings.html_report)}")
     lines += [
-        f"Console:       {url}",
         f"Rule report:   {location or 'unknown (the job has no S3 output path)'}",
         f"Reported by:   {transition.reported_by}",
     ]
     stopped = " Training is being stopped." if stop_outcome == "requested" else ""
-    sms = f"{transition.status}: rule {transition.rule} on {job.name} at {when}.{stopped}"
+    why = f" {findings.reasons[0][0]}: {findings.reasons[0][1]}" if findings and findings.reasons else ""
+    sms = f"{transition.status}: rule {transition.rule} on {job.name} at {when}.{stopped}{why}"
     return Notification(
         subject=subject_line(transition.status, transition.rule, job.name),
         email="\n".join(lines) + "\n",
@@ -140,6 +152,22 @@ def compose(job: JobView, transition: Transition, *, stop_outcome: str | None) -
         console_url=url,
         report_location=location,
     )
+
+
+def _findings_lines(findings: Findings | None) -> list[str]:
+    """Why (the evaluator's one-line reason per rule that found issues) and what to try, before the facts."""
+    if findings is None:
+        return []
+    lines = [findings.headline, ""] if findings.headline else []
+    if findings.reasons:
+        lines.append("Why:")
+        lines += [f"  - {rule}: {reason}" for rule, reason in findings.reasons]
+        lines.append("")
+    if findings.tips:
+        lines.append("What to try:")
+        lines += [f"  - {rule}: {tip}" for rule, tip in findings.tips]
+        lines.append("")
+    return lines
 
 
 def subject_line(status: str, rule: str, job_name: str) -> str:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -17,6 +18,9 @@ from botocore.exceptions import ClientError
 # The evaluator's layout (runtime/evaluator/lambda_handler.py and report.py; a test checks they agree).
 REPORT_FOLDER = "evaluator-output"
 SUMMARY_NAME = "evaluation-summary.json"
+HTML_NAME = "profiler-report.html"
+MAX_TEXT_CHARS = 400  # one reason or tip, as printed in the message
+MAX_VERDICTS = 32  # ProfilerReport has eleven
 MAX_SUMMARY_BYTES = 1_000_000
 _UNREADABLE = frozenset({"NoSuchKey", "NoSuchBucket", "AccessDenied", "403", "404"})
 
@@ -32,11 +36,10 @@ def summary_location(description: Mapping[str, Any], rule: str) -> tuple[str, st
     return (bucket, f"{base}/{rule}/{REPORT_FOLDER}/{SUMMARY_NAME}") if bucket else None
 
 
-def reported_status(s3: Any, description: Mapping[str, Any], rule: str) -> tuple[str | None, str]:
-    """The status the evaluator's summary gives ``rule``, and where it was read (or why it could not be).
+def _summary_entry(s3: Any, description: Mapping[str, Any], rule: str) -> tuple[dict[str, Any] | None, str]:
+    """The evaluator summary's entry for ``rule`` and where it was read (or why it could not be).
 
-    A missing or unreadable summary gives None: nothing confirms the verdict. Other S3 errors (throttling, a network
-    problem) are raised, so the event is retried."""
+    A missing or unreadable summary gives None. Other S3 errors (throttling, a network problem) are raised."""
     location = summary_location(description, rule)
     if location is None:
         return None, "the job has no S3 output path"
@@ -58,6 +61,60 @@ def reported_status(s3: Any, description: Mapping[str, Any], rule: str) -> tuple
     entries = summary.get("rules") if isinstance(summary, dict) else None
     for entry in entries if isinstance(entries, list) else ():
         if isinstance(entry, dict) and entry.get("RuleConfigurationName") == rule:
-            status = entry.get("RuleEvaluationStatus")
-            return (status if isinstance(status, str) else None), where
+            return entry, where
     return None, f"{where}: no entry for the rule"
+
+
+def reported_status(s3: Any, description: Mapping[str, Any], rule: str) -> tuple[str | None, str]:
+    """The status the evaluator's summary gives ``rule``, and where it was read (or why it could not be).
+
+    A missing or unreadable summary gives None: nothing confirms the verdict. Other S3 errors (throttling, a network
+    problem) are raised, so the event is retried."""
+    entry, where = _summary_entry(s3, description, rule)
+    status = entry.get("RuleEvaluationStatus") if entry is not None else None
+    return (status if isinstance(status, str) else None), where
+
+
+@dataclass(frozen=True)
+class Findings:
+    """What the evaluator's summary says about a rule, for the message: its outcome in plain words, the reason of each
+    rule that found issues, what to try, and where the HTML report is (bucket, key)."""
+
+    headline: str | None
+    reasons: tuple[tuple[str, str], ...]
+    tips: tuple[tuple[str, str], ...]
+    html_report: tuple[str, str] | None
+
+
+def _text(value: Any) -> str | None:
+    """A string from the summary, safe to print: printable, one line, at most MAX_TEXT_CHARS."""
+    if not isinstance(value, str) or not value.strip():
+        return None
+    cleaned = " ".join("".join(ch if ch.isprintable() else " " for ch in value).split())
+    return cleaned if len(cleaned) <= MAX_TEXT_CHARS else cleaned[: MAX_TEXT_CHARS - 3] + "..."
+
+
+def findings(s3: Any, description: Mapping[str, Any], rule: str) -> Findings | None:
+    """The evaluator's findings for ``rule`` (None without a readable summary: a SageMaker rule, or an old one).
+    Never raises: a message without findings is better than no message."""
+    try:
+        entry, _where = _summary_entry(s3, description, rule)
+    except Exception:  # noqa: BLE001 - the message goes out without the findings
+        return None
+    if entry is None:
+        return None
+    reasons, tips = [], []
+    verdicts = entry.get("Verdicts")
+    for verdict in (verdicts if isinstance(verdicts, list) else [])[:MAX_VERDICTS]:
+        if not isinstance(verdict, dict) or verdict.get("Verdict") != "IssuesFound":
+            continue
+        name, why = _text(verdict.get("Rule")), _text(verdict.get("Reason"))
+        if name and why:
+            reasons.append((name, why))
+        listed = verdict.get("WhatToTry")
+        for tip in (listed if isinstance(listed, list) else [])[:2]:
+            if name and _text(tip):
+                tips.append((name, _text(tip) or ""))
+    location = summary_location(description, rule)
+    html = (location[0], location[1].rsplit("/", 1)[0] + "/" + HTML_NAME) if location else None
+    return Findings(_text(entry.get("Headline")), tuple(reasons), tuple(tips), html)
