@@ -230,10 +230,9 @@ def test_every_alarm_the_library_created_notifies_the_ops_topic(synthesized: dic
 
 def test_cloudwatch_may_publish_to_the_encrypted_ops_topic(synthesized: dict[str, Any]) -> None:
     template = synthesized["template"]
+    names = sorted(a["Properties"]["AlarmName"] for a in template.find_resources("AWS::CloudWatch::Alarm").values())
     conditions = {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
-                  "ArnLike": {"aws:SourceArn": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
-                                                                 ":cloudwatch:us-east-1:", {"Ref": "AWS::AccountId"},
-                                                                 ":alarm:*"]]}}}
+                  "ArnEquals": {"aws:SourceArn": Match.any_value()}}
     template.has_resource_properties("AWS::SNS::TopicPolicy", {"PolicyDocument": {"Statement": Match.array_with([
         {"Sid": "CloudWatchAlarmsPublish", "Effect": "Allow", "Action": "sns:Publish",
          "Principal": {"Service": "cloudwatch.amazonaws.com"}, "Resource": _ref(template, "AWS::SNS::Topic", "OpsTopic"),
@@ -241,6 +240,12 @@ def test_cloudwatch_may_publish_to_the_encrypted_ops_topic(synthesized: dict[str
     template.has_resource_properties("AWS::KMS::Key", {"KeyPolicy": {"Statement": Match.array_with([
         {"Sid": "CloudWatchAlarmsUseKey", "Effect": "Allow", "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
          "Principal": {"Service": "cloudwatch.amazonaws.com"}, "Resource": "*", "Condition": conditions}])}})
+    admitted = [s["Condition"]["ArnEquals"]["aws:SourceArn"] for r in template.to_json()["Resources"].values()
+                for s in (r["Properties"].get("PolicyDocument") or r["Properties"].get("KeyPolicy") or {}).get(
+                    "Statement", []) if s.get("Sid") in ("CloudWatchAlarmsPublish", "CloudWatchAlarmsUseKey")]
+    expected = [{"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":cloudwatch:us-east-1:",
+                                         {"Ref": "AWS::AccountId"}, f":alarm:{name}"]]} for name in names]
+    assert len(admitted) == 2 and all(sorted(arns, key=str) == sorted(expected, key=str) for arns in admitted)
     policies = template.find_resources("AWS::SNS::TopicPolicy")
     statements = [s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]
                   if s.get("Sid") == "CloudWatchAlarmsPublish"]
@@ -350,7 +355,7 @@ def test_the_rule_alarm_topic_as_ops_topic_admits_cloudwatch_in_its_own_key() ->
     statements = template.to_json()["Resources"][key_id]["Properties"]["KeyPolicy"]["Statement"]
     (granted,) = [s for s in statements if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
     assert granted["Action"] == ["kms:Decrypt", "kms:GenerateDataKey*"]
-    assert set(granted["Condition"]) == {"StringEquals", "ArnLike"}
+    assert set(granted["Condition"]) == {"StringEquals", "ArnEquals"}
     topic = {"Ref": [k for k in template.find_resources("AWS::SNS::Topic") if k.startswith("AlarmTopic")][0]}
     # the RuleAlarm was created without ops_topic: the dashboard gives its two alarms the same actions
     for alarm_resource in template.find_resources("AWS::CloudWatch::Alarm").values():

@@ -276,7 +276,6 @@ class TrainingDashboard(Construct):
     def _apply_actions(self) -> None:
         if not self._actions:
             return
-        self._actions.allow_publishing(self)
         adopted = [] if self.alarm is None or self.alarm.ops_topic is not None else [
             self.alarm.dead_letter_alarm, self.alarm.errors_alarm]
         for alarm in [*self.alarms, *adopted]:

@@ -361,8 +361,7 @@ class RuleAlarm(Construct):
 
     # ------------------------------------------------------------------------------------------------------------------
     def _add_ops_actions(self, actions: AlarmActions) -> None:
-        if actions:
-            actions.allow_publishing(self)  # the topic's policy (and its key's) must admit this account's alarms
+        if actions:  # the topic's policy (and its key's) admit exactly these two alarms
             actions.apply(self.dead_letter_alarm)
             actions.apply(self.errors_alarm)
 
