@@ -37,7 +37,7 @@ from ._common import (
     runtime_function,
     whole_seconds,
 )
-from .event_bus import verdict_bus
+from ._verdict_listening import listening_bus, require_heard_evaluators
 from .family import TrainingJobs, check_training_jobs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -131,6 +131,7 @@ class RuleAlarm(Construct):
         self._create_handler(log_retention, reserved_concurrency)
         self._grant_handler_permissions()
         self._create_rules()
+        require_heard_evaluators(self)
         self._create_alarms()
         #: Where the two alarms notify on ALARM and OK (None: no actions, unless a TrainingDashboard adds its own).
         self.ops_topic = ops_topic
@@ -258,11 +259,13 @@ class RuleAlarm(Construct):
         jobs = self.training_jobs
         self.rule = events.Rule(self, "Rule", description=f"Rule verdicts of {jobs.label}",
                                 event_pattern=jobs.event_pattern(account=cdk.Aws.ACCOUNT_ID), targets=[target])
-        #: The RuleEvaluator's verdicts for the family's jobs, from the stack's verdict bus.
+        #: The verdict bus listened on: the one of the family's evaluator's stack (see docs/rule-alarm.md).
+        self.verdict_bus: events.IEventBus = listening_bus(self, jobs)
+        #: The RuleEvaluator's verdicts for the family's jobs, from :attr:`verdict_bus`.
         self.verdict_rule = events.Rule(
             self,
             "Verdicts",
-            event_bus=verdict_bus(self),
+            event_bus=self.verdict_bus,
             description=f"RuleEvaluator verdicts of {jobs.label}",
             event_pattern=events.EventPattern(source=[EVENT_SOURCE], detail_type=[EVALUATOR_DETAIL_TYPE],
                                               account=[cdk.Aws.ACCOUNT_ID], detail=jobs.name_filter() or None),
