@@ -38,6 +38,7 @@ from ._common import (
     whole_seconds,
 )
 from ._verdict_listening import listening_bus, require_heard_evaluators
+from .event_bus import allow_verdict_publisher, verdict_bus
 from .family import TrainingJobs, check_training_jobs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -213,7 +214,7 @@ class RuleAlarm(Construct):
             **self.training_jobs.environment,
             env.ALARM_ID: self.alarm_id,
             env.STATUSES: json.dumps(list(self.statuses)),
-            env.EVENT_BUS_NAME: "default",
+            env.EVENT_BUS_NAME: verdict_bus(self).event_bus_name,  # "Rule Alarm Transition" events
             env.TRANSITION_TTL_DAYS: str(self.transition_retention_days),
             env.ACCOUNT_ID: cdk.Aws.ACCOUNT_ID,
             env.MAX_MESSAGES_PER_JOB: str(self.max_messages_per_job),
@@ -325,7 +326,8 @@ class RuleAlarm(Construct):
     def on_transition(
         self, id: str, *, target: events.IRuleTarget | None = None, description: str | None = None
     ) -> events.Rule:
-        """An EventBridge rule receiving one "Rule Alarm Transition" event per transition this alarm reports.
+        """An EventBridge rule on the stack's verdict bus receiving one "Rule Alarm Transition" event per transition
+        this alarm reports (only the library's functions may publish on that bus, so the events cannot be forged).
 
         Same filtering as the notifications (job prefix, statuses, rule names), already de-duplicated. The detail
         carries TrainingJobName, TrainingJobArn, TrainingJobStatus, RuleConfigurationName, RuleEvaluationStatus,
@@ -341,6 +343,7 @@ class RuleAlarm(Construct):
         rule = events.Rule(
             self,
             id,
+            event_bus=verdict_bus(self),
             description=description or f"Rule verdicts reported by {self.alarm_id}",
             event_pattern=events.EventPattern(
                 source=[EVENT_SOURCE], detail_type=[TRANSITION_DETAIL_TYPE], detail=detail
@@ -384,7 +387,7 @@ class RuleAlarm(Construct):
             role, "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"
         )
         self.topic.grant_publish(role)
-        events.EventBus.from_event_bus_name(self, "DefaultBus", "default").grant_put_events_to(role)
+        allow_verdict_publisher(self, role)  # its transitions go on the stack's verdict bus, where only we publish
         self.log_group.grant_write(role)
         wildcard_reasons["Action::kms:GenerateDataKey*"] = (
             "Publishing to the KMS-encrypted topic needs data keys from the topic key (the grant CDK makes for "
