@@ -93,6 +93,8 @@ class GpuWatchEnvironment:
     GPUS_PER_HOST = "GPUS_PER_HOST"
     #: CloudWatch namespace of the published metrics (default :data:`DEFAULT_NAMESPACE`).
     METRIC_NAMESPACE = "METRIC_NAMESPACE"
+    #: Only jobs running as this role count (unset: the family has no known execution role).
+    EXECUTION_ROLE_ARN = "EXECUTION_ROLE_ARN"
 
 
 # -- the job family ----------------------------------------------------------------------------------------------------
