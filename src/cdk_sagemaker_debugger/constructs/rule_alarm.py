@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import aws_cdk as cdk
 import jsii
@@ -19,6 +19,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from ..model.actions import SMS, Action, ActionList, Email, StopTraining
@@ -186,10 +187,28 @@ class RuleAlarm(Construct):
             enforce_ssl=True,
             display_name="SageMaker rule alarm",
         )
+        #: Notifications SNS could not deliver to a subscriber (a redrive policy on every subscription).
+        self._sms_redrive_allowed = False
+        self.subscription_dead_letter_queue = sqs.Queue(
+            self, "SubscriptionDeadLetterQueue", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+            retention_period=cdk.Duration.days(14))
         for email in self._emails:
-            self.topic.add_subscription(subscriptions.EmailSubscription(email.endpoint))
+            self._subscribe(subscriptions.EmailSubscription, email.endpoint)
         for sms in self._phone_numbers:
-            self.topic.add_subscription(subscriptions.SmsSubscription(sms.endpoint))
+            self._subscribe(subscriptions.SmsSubscription, sms.endpoint)
+
+    def _subscribe(self, kind: Any, endpoint: str) -> sns.Subscription:
+        queue = self.subscription_dead_letter_queue
+        subscription = self.topic.add_subscription(kind(endpoint, dead_letter_queue=queue))
+        cfn = cast(sns.CfnSubscription, subscription.node.default_child)
+        if cfn.redrive_policy is None:  # SmsSubscription drops dead_letter_queue: set it as CDK does for the others
+            cfn.redrive_policy = {"deadLetterTargetArn": queue.queue_arn}
+            if not self._sms_redrive_allowed:
+                self._sms_redrive_allowed = True
+                queue.add_to_resource_policy(iam.PolicyStatement(
+                    principals=[iam.ServicePrincipal("sns.amazonaws.com")], actions=["sqs:SendMessage"],
+                    resources=[queue.queue_arn], conditions={"ArnEquals": {"aws:SourceArn": self.topic.topic_arn}}))
+        return subscription
 
     def _create_table(self) -> None:
         self.table = dynamodb.Table(
@@ -314,14 +333,14 @@ class RuleAlarm(Construct):
         the subscription."""
         email = Email(address)
         _add_unique(self._emails, email, where=self.node.path, field="actions")
-        return self.topic.add_subscription(subscriptions.EmailSubscription(email.endpoint))
+        return self._subscribe(subscriptions.EmailSubscription, email.endpoint)
 
     def add_sms_subscriber(self, phone_number: str) -> sns.Subscription:
         """Send the short notification to one more phone number (E.164, for example ``+15555550100``); returns the
         subscription."""
         sms = SMS(phone_number)
         _add_unique(self._phone_numbers, sms, where=self.node.path, field="actions")
-        return self.topic.add_subscription(subscriptions.SmsSubscription(sms.endpoint))
+        return self._subscribe(subscriptions.SmsSubscription, sms.endpoint)
 
     def on_transition(
         self, id: str, *, target: events.IRuleTarget | None = None, description: str | None = None
