@@ -12,13 +12,13 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IValidation
 
 from ..model.api_model import request_problems
+from ..model.contract import PIPELINE_EXECUTION_TAG
 from ..model.pipeline_definition import (
     PIPELINE_JOB_NAME_PREFIX,
     PLACEHOLDER_JOB_NAME,
     check_pipeline_name,
     pipeline_definition,
 )
-from ..model.contract import PIPELINE_EXECUTION_TAG
 from ._common import LazyPath, acknowledge_wildcards
 
 __all__ = ["TrainingPipeline"]
