@@ -325,7 +325,7 @@ def test_asset_holds_only_the_rule_alarm_package(synthesized: dict[str, Any]) ->
 def test_snapshot(template: Template, snapshot) -> None:
     """The alarm's own resources (the training job beside it has its own snapshot)."""
     resources = {k: v for k, v in template.to_json()["Resources"].items() if k.startswith("Alarm")}
-    assert len(resources) == 21
+    assert len(resources) == 23  # + the subscriptions' dead-letter queue and its policy
     assert scrub(resources) == snapshot.use_extension(JSONSnapshotExtension)
 
 

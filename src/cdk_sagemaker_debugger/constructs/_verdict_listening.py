@@ -1,4 +1,5 @@
-"""Which verdict bus a RuleAlarm listens on, and the synth check that it hears every evaluator of its family.
+"""Which verdict bus a RuleAlarm listens on, and the synth check that it hears every evaluator of its family (the
+evaluators reading its output bucket for overlapping job names or the same tag).
 
 The verdict bus is per stack. A RuleAlarm in a monitoring stack given ``job.training_jobs`` listens on the bus of the
 stack of the job's evaluator (a cross-stack reference to that bus). Any other RuleEvaluator of the app that evaluates
@@ -36,10 +37,21 @@ def listening_bus(alarm: Construct, training_jobs: TrainingJobs) -> events.IEven
     return verdict_bus(alarm)
 
 
+def _same_bucket(first: TrainingJobs, second: TrainingJobs) -> bool:
+    one, other = first.output_bucket, second.output_bucket
+    if one is other or one.node.path == other.node.path and cdk.Stack.of(one) is cdk.Stack.of(other):
+        return True
+    return not is_token(one.bucket_name) and one.bucket_name == other.bucket_name
+
+
 def _overlap(first: TrainingJobs, second: TrainingJobs) -> bool:
-    """Whether a job could belong to both families (unknowable prefixes overlap only when they are the same token)."""
+    """Whether a job could belong to both families: they read the same output bucket (another bucket is another
+    deployment, another region or account) and their names or tags overlap (unknowable prefixes overlap only when they
+    are the same token)."""
     if first is second:
         return True
+    if not _same_bucket(first, second):
+        return False
     if first.family.needs_tags or second.family.needs_tags:
         return first.family == second.family
     one, other = first.job_name_prefix, second.job_name_prefix

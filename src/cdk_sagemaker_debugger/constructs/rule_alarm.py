@@ -31,6 +31,7 @@ from ._alarm_actions import AlarmActions
 from ._common import (
     EVALUATOR_REPORT_FOLDER,
     EVALUATOR_SUMMARY_FILE,
+    acknowledge,
     acknowledge_wildcards,
     check_kind,
     check_log_retention,
@@ -192,6 +193,9 @@ class RuleAlarm(Construct):
         self.subscription_dead_letter_queue = sqs.Queue(
             self, "SubscriptionDeadLetterQueue", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
             retention_period=cdk.Duration.days(14))
+        acknowledge(self.subscription_dead_letter_queue, {"AwsSolutions::AwsSolutions-SQS3": (
+            "This queue is the dead-letter queue of the topic's subscriptions (their SNS redrive policy), which the "
+            "rule recognises only for SQS redrive; a dead-letter queue needs no dead-letter queue of its own.")})
         for email in self._emails:
             self._subscribe(subscriptions.EmailSubscription, email.endpoint)
         for sms in self._phone_numbers:
