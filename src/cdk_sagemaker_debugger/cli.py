@@ -36,9 +36,9 @@ from .runtime.evaluator.engine import (
     Evaluator,
     RuleConfig,
     RuleResult,
-    evaluate_store,
 )
 from .runtime.evaluator.html_report import render
+from .runtime.evaluator.reading import evaluate_store
 from .runtime.evaluator.report import HTML_NAME, SUMMARY_NAME, report_files, summary, verdict_table
 from .runtime.evaluator.rules import RuleConfigError, coerce_parameter
 from .runtime.evaluator.storage import EvaluationInputError, Store, open_profiler_output

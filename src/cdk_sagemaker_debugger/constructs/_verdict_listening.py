@@ -30,8 +30,8 @@ __all__ = ["listening_bus", "require_heard_evaluators"]
 def listening_bus(alarm: Construct, training_jobs: TrainingJobs) -> events.IEventBus:
     """The verdict bus of the family's evaluator's stack when the family is a ProfiledTrainingJob's with an evaluator
     on its stack's verdict bus, else the alarm's own stack's verdict bus."""
-    job = training_jobs.training_job
-    evaluator = getattr(job, "evaluator", None) if job is not None else None
+    origin = training_jobs.origin
+    evaluator = origin.evaluator if origin is not None else None
     if isinstance(evaluator, RuleEvaluator) and is_verdict_bus(evaluator.event_bus):
         return evaluator.event_bus
     return verdict_bus(alarm)

@@ -22,21 +22,16 @@ from ..model.errors import ConfigurationError, ConfigurationTypeError
 from ..model.host_devices import resolve_gpus_per_host
 from ..model.parameters import is_token
 from ..model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_REPORT, PROFILER_RULE_SPECS
-from ..model.rule_engine import RuleEngine
 from ..runtime.evaluator.cloudwatch import instance_devices, known_without_gpu
 from ._alarm_actions import AlarmActions
-from ._common import (
-    RuntimeFunction,
-    acknowledge_wildcards,
-    check_reserved_concurrency,
-    concrete_region,
-    runtime_function,
-)
-from .family import TrainingJobs, check_training_jobs
+from ._cdk.checks import check_reserved_concurrency
+from ._cdk.images import concrete_region
+from ._cdk.lambda_function import RuntimeFunction, runtime_function
+from ._cdk.nag import acknowledge_wildcards
+from .family import JobOrigin, TrainingJobs, check_training_jobs
 from .rule_alarm import RuleAlarm
 from .rule_evaluator import METRIC_NAME as RULE_METRIC_NAME
 from .rule_evaluator import RuleEvaluator
-from .training_job import family_metric
 
 __all__ = ["TrainingDashboard", "rule_thresholds"]
 
@@ -152,9 +147,9 @@ class TrainingDashboard(Construct):
         self._actions = AlarmActions.checked(ops_topic, alarm_actions, where=where)
         #: The jobs shown.
         self.training_jobs = self._family(training_jobs, where)
-        #: The ProfiledTrainingJob of the family, when it is one's.
-        self.training_job = self.training_jobs.training_job
-        #: Jobs whose name starts with this are shown (``<training_job.job_name_prefix>-`` with a training job).
+        #: What the ProfiledTrainingJob of the family tells about its runs (``job.training_jobs.origin``), or None.
+        self.origin: JobOrigin | None = self.training_jobs.origin
+        #: Jobs whose name starts with this are shown (``<job_name_prefix>-`` for a ProfiledTrainingJob's family).
         self.job_name_prefix: str = self.training_jobs.job_name_prefix
         self.evaluator: RuleEvaluator | None = self._check_evaluator(evaluator, where)
         self.alarm: RuleAlarm | None = self._check_alarm(alarm, where)
@@ -192,12 +187,12 @@ class TrainingDashboard(Construct):
 
     def _check_evaluator(self, evaluator: Any, where: str) -> RuleEvaluator | None:
         if evaluator is None:
-            return self.training_job.evaluator if self.training_job is not None else None
+            return self.origin.evaluator if self.origin is not None else None
         if not isinstance(evaluator, RuleEvaluator):
             raise ConfigurationTypeError(f"expected a RuleEvaluator (for example job.evaluator), got "
                                          f"{type(evaluator).__name__}.", where=where, field="evaluator", value=evaluator)
-        if self.training_job is not None:
-            evaluator.check_covers(self.training_job, where=where)
+        if self.origin is not None:
+            evaluator.check_covers(self.training_jobs, where=where)
         return evaluator
 
     @staticmethod
@@ -208,8 +203,8 @@ class TrainingDashboard(Construct):
         return alarm
 
     def _devices(self, instance_type: Any, gpus_per_host_prop: Any, where: str) -> tuple[int, int | None]:
-        if instance_type is None and self.training_job is not None:
-            instance_type = self.training_job.instance_type
+        if instance_type is None and self.origin is not None:
+            instance_type = self.origin.instance_type
         if instance_type is not None and not isinstance(instance_type, str):
             raise ConfigurationTypeError(f"expected an instance type such as 'ml.g5.2xlarge', got {instance_type!r}.",
                                          where=where, field="instance_type", value=instance_type)
@@ -313,8 +308,7 @@ class TrainingDashboard(Construct):
     def metric_per_device(self, metric_name: str, devices: int | None, *, statistic: str = "Average") -> cloudwatch.IMetric:
         """One line per host of the family: SageMaker's ``metric_name`` divided by ``devices`` (GPUs or vCPUs)."""
         options = {"statistic": statistic, "period": _TRAINING_PERIOD, "label": _HOST_LABEL}
-        search = (self.training_job.metric(metric_name, **options) if self.training_job is not None
-                  else family_metric(self.job_name_prefix, metric_name, **options))
+        search = self.training_jobs.metric(metric_name, **options)
         if not devices or devices == 1:
             return search
         key = re.sub(r"[^a-z0-9]", "", metric_name.lower())
@@ -343,7 +337,7 @@ class TrainingDashboard(Construct):
         rows.append([self._usage("CPUUtilization", cpu_title, vcpus, 8),
                      self._usage("MemoryUtilization", "Host memory", None, 8),
                      self._usage("DiskUtilization", "Disk (training volume)", None, 8)])
-        verdicts, executions = self.evaluator is not None, self.training_job is not None
+        verdicts, executions = self.evaluator is not None, self.origin is not None
         if verdicts or executions:
             width = 24 // (verdicts + executions)
             rows.append([*([self._verdicts(width)] if verdicts else []), *([self._executions(width)] if executions else [])])
@@ -395,7 +389,7 @@ class TrainingDashboard(Construct):
     def _rule_configurations(self) -> list[Mapping[str, Any]]:
         if self.evaluator is not None:
             return self.evaluator.rule_configurations
-        rule_set = self.training_job.rule_set if self.training_job is not None else None
+        rule_set = self.origin.rule_set if self.origin is not None else None
         return [] if rule_set is None else [
             {"configuration_name": r.name, "rule_to_invoke": r.rule_to_invoke, "parameters": dict(r.parameters)}
             for r in rule_set.rules]
@@ -407,7 +401,7 @@ class TrainingDashboard(Construct):
             period=_TRAINING_PERIOD, legend_position=cloudwatch.LegendPosition.BOTTOM)
 
     def _executions(self, width: int) -> cloudwatch.GraphWidget:
-        machine = self.training_job.state_machine  # type: ignore[union-attr]
+        machine = self.origin.state_machine  # type: ignore[union-attr]
         options = {"period": _HEALTH_PERIOD, "statistic": "Sum"}
         return cloudwatch.GraphWidget(
             title="Training runs (state machine executions)", width=width, height=6, period=_HEALTH_PERIOD,
@@ -460,8 +454,8 @@ class TrainingDashboard(Construct):
             host = "console.amazonaws.cn" if region and region.startswith("cn-") else "console.aws.amazon.com"
             console = (f"[Open the output folder in the S3 console](https://{host}/s3/buckets/{bucket}"
                        f"?prefix={prefix}&region={region or cdk.Aws.REGION})")
-        elif self.training_job is not None and self.training_job.rule_engine is RuleEngine.DEBUGGER:
-            where = f"{self.training_job.rule_output_s3_uri}/<job>/rule-output/<Rule>/profiler-output/profiler-report.html"
+        elif self.origin is not None and self.origin.rule_report_location is not None:
+            where = self.origin.rule_report_location
             console = "SageMaker Debugger writes it there (RuleEngine.DEBUGGER)"
         else:
             where = "<OutputDataConfig.S3OutputPath>/<job>/rule-output/<Rule>/evaluator-output/profiler-report.html"

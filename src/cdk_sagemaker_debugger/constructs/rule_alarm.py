@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import aws_cdk as cdk
 import jsii
@@ -28,23 +28,13 @@ from ..model.contract import STATUS_CHANGE_DETAIL_TYPE as EVALUATOR_DETAIL_TYPE
 from ..model.errors import ConfigurationError, ConfigurationTypeError, did_you_mean
 from ..model.parameters import is_token
 from ._alarm_actions import AlarmActions
-from ._common import (
-    EVALUATOR_REPORT_FOLDER,
-    EVALUATOR_SUMMARY_FILE,
-    acknowledge,
-    acknowledge_wildcards,
-    check_kind,
-    check_log_retention,
-    check_reserved_concurrency,
-    runtime_function,
-    whole_seconds,
-)
+from ._cdk.checks import check_kind, check_log_retention, check_reserved_concurrency, whole_seconds
+from ._cdk.lambda_function import runtime_function
+from ._cdk.layout import EVALUATOR_REPORT_FOLDER, EVALUATOR_SUMMARY_FILE
+from ._cdk.nag import acknowledge, acknowledge_wildcards
 from ._verdict_listening import listening_bus, require_heard_evaluators
 from .event_bus import allow_verdict_publisher, verdict_bus
-from .family import TrainingJobs, check_training_jobs
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .training_job import ProfiledTrainingJob
+from .family import JobOrigin, TrainingJobs, check_training_jobs
 
 __all__ = ["RuleAlarm", "ALARM_STATUSES"]
 
@@ -145,13 +135,14 @@ class RuleAlarm(Construct):
         self.training_jobs = check_training_jobs(training_jobs, where=where)
         self.training_jobs.check_region(self, what="The RuleAlarm")
         #: The ProfiledTrainingJob of the family, when it is one's (its rules are the known rule names).
-        self.training_job = self.training_jobs.training_job
+        #: What the ProfiledTrainingJob of the family tells about its runs (``job.training_jobs.origin``), or None.
+        self.origin: JobOrigin | None = self.training_jobs.origin
         self.job_name_prefix: str = self.training_jobs.job_name_prefix
         #: The role the watched jobs must run as; None trusts the family's name, tag or pipeline.
         self.execution_role: iam.IRole | None = self.training_jobs.execution_role
         #: Where RuleAlarm re-reads RuleEvaluator reports.
         self.output_bucket: s3.IBucket = self.training_jobs.output_bucket
-        self.rule_names: tuple[str, ...] | None = _check_rule_names(rule_names, self.training_job, where=where)
+        self.rule_names: tuple[str, ...] | None = _check_rule_names(rule_names, self.origin, where=where)
 
     def _use_actions(self, actions: Sequence[Action] | ActionList, where: str) -> None:
         self._emails: list[Email] = []
@@ -164,7 +155,7 @@ class RuleAlarm(Construct):
             self.stop_prefix = _stop_prefix(stop, self.job_name_prefix, where=where)
 
     def _warn_about_weaker_trust(self) -> None:
-        if self.training_job is None and self.execution_role is None:
+        if self.origin is None and self.execution_role is None:
             cdk.Annotations.of(self).add_warning_v2(
                 "cdk-sagemaker-debugger:ruleAlarmTrustsPrefix",
                 f"The alarm acts on every one of the {self.training_jobs.label}: anyone who can create such a job can "
@@ -244,9 +235,9 @@ class RuleAlarm(Construct):
         }
         if self.rule_names is not None:
             environment[env.RULE_NAMES] = json.dumps(list(self.rule_names))
-        elif self.training_job is not None:
+        elif self.origin is not None:
             # rules added to the job's rule set later count too: the list is written when the template is
-            environment[env.KNOWN_RULES] = cdk.Lazy.string(_JobRuleNames(self.training_job))
+            environment[env.KNOWN_RULES] = cdk.Lazy.string(_JobRuleNames(self.origin))
         if self.stop_prefix is not None:
             environment[env.STOP] = "true"
             environment[env.STOP_PREFIX] = self.stop_prefix
@@ -461,11 +452,11 @@ def _check_message_cap(value: object, *, where: str) -> int:
 class _JobRuleNames:
     """The rule configuration names of a training job, as JSON, when the template is written (rules added later count)."""
 
-    def __init__(self, training_job: ProfiledTrainingJob) -> None:
-        self._job = training_job
+    def __init__(self, origin: JobOrigin) -> None:
+        self._origin = origin
 
     def produce(self) -> str:
-        return json.dumps(sorted(_job_rule_names(self._job)))
+        return json.dumps(sorted(self._origin.rule_names()))
 
 
 def _check_statuses(statuses: object, *, where: str) -> tuple[str, ...]:
@@ -496,7 +487,7 @@ def _check_statuses(statuses: object, *, where: str) -> tuple[str, ...]:
 
 
 def _check_rule_names(
-    rule_names: object, training_job: ProfiledTrainingJob | None, *, where: str
+    rule_names: object, origin: JobOrigin | None, *, where: str
 ) -> tuple[str, ...] | None:
     if rule_names is None:
         return None
@@ -512,7 +503,7 @@ def _check_rule_names(
         raise ConfigurationError(
             "is empty, which would match no rule; pass None for every rule of the job.", where=where, field="rule_names"
         )
-    known = _job_rule_names(training_job) if training_job is not None else None
+    known = origin.rule_names() if origin is not None else None
     for name in names:
         if not isinstance(name, str) or not 1 <= len(name) <= 256:
             raise ConfigurationTypeError(
@@ -527,12 +518,6 @@ def _check_rule_names(
                 value=name,
             )
     return tuple(dict.fromkeys(names))
-
-
-def _job_rule_names(training_job: ProfiledTrainingJob) -> set[str]:
-    names = {rule.name for rule in training_job.rule_set.rules} if training_job.rule_set is not None else set()
-    names |= {rule.name for rule in training_job.debugger_rules}
-    return {name for name in names if isinstance(name, str)}
 
 
 def _split_actions(

@@ -145,10 +145,13 @@ def _in_tag_alphabet(text: str) -> bool:
     return all(c in _TAG_PUNCTUATION or unicodedata.category(c)[0] in "LNZ" for c in text)
 
 
-def check_pipeline_name(name: Any, *, where: object = None) -> str:
-    """A SageMaker Pipeline name (1-256 letters, digits and hyphens); a deploy-time token cannot be used, because the
-    functions compare it with the pipeline named in each job's tag."""
+def check_pipeline_name(name: Any, *, where: object = None, allow_token: bool = False) -> str:
+    """A SageMaker PipelineName (1-256 letters, digits and hyphens, a letter or digit at each end; botocore's
+    pattern, which a test compares with this one). A deploy-time token passes with ``allow_token`` (a pipeline's own
+    name); a family refuses one, because the functions compare it with the pipeline named in each job's tag."""
     where = None if where is None else str(where)
+    if allow_token and is_token(name):
+        return name
     if not isinstance(name, str) or is_token(name):
         raise ConfigurationTypeError(f"expected the pipeline's name as a literal string such as 'churn-pipeline', got "
                                      f"{name!r}.", where=where, field="pipeline_name", value=name)

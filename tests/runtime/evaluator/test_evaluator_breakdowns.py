@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from evaluator_jobs import FIXTURES, report, small_spec, verdict
 
-from cdk_sagemaker_debugger.runtime.evaluator.engine import evaluate_store
 from cdk_sagemaker_debugger.runtime.evaluator.readers import TraceEvent
+from cdk_sagemaker_debugger.runtime.evaluator.reading import evaluate_store
 from cdk_sagemaker_debugger.runtime.evaluator.rules import FrameworkBreakdown
 from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import StepSpec, _trace_file, write_job

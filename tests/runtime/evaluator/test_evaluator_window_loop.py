@@ -13,9 +13,10 @@ import pytest
 from evaluator_jobs import report, small_spec, standalone, verdict
 
 from cdk_sagemaker_debugger import cli
-from cdk_sagemaker_debugger.runtime.evaluator import engine
-from cdk_sagemaker_debugger.runtime.evaluator.engine import Cursor, Evaluator, evaluate_store, feed, list_new_files
+from cdk_sagemaker_debugger.runtime.evaluator import engine, reading
+from cdk_sagemaker_debugger.runtime.evaluator.engine import Evaluator
 from cdk_sagemaker_debugger.runtime.evaluator.html_report import render
+from cdk_sagemaker_debugger.runtime.evaluator.reading import Cursor, evaluate_store, feed, list_new_files
 from cdk_sagemaker_debugger.runtime.evaluator.rules import RuleConfigError
 from cdk_sagemaker_debugger.runtime.evaluator.storage import EvaluationInputError, LocalStore
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import StepSpec, constant, hour_folder, write_job
@@ -188,7 +189,7 @@ def test_a_file_far_larger_than_any_profiler_file_is_reported_and_not_read(tmp_p
     root = write_job(tmp_path / "po", small_spec())
     files = _system_files(root)
     cap = files[1].stat().st_size
-    monkeypatch.setattr(engine, "MAX_FILE_BYTES", cap)  # instead of writing a 256 MB file
+    monkeypatch.setattr(reading, "MAX_FILE_BYTES", cap)  # instead of writing a 256 MB file
     big = files[1]
     big.write_bytes(big.read_bytes() + b"\n" * 2_000_000)
     store = LocalStore(root)

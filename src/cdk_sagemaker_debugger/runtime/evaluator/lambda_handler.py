@@ -20,20 +20,13 @@ from typing import Any
 
 from . import cloudwatch
 from .contract_shared import DEFAULT_NAMESPACE, JOB_FAMILY_ENV, EvaluatorEnvironment, JobFamily, job_tags
-from .engine import (
-    PROFILER_REPORT,
-    Cursor,
-    Evaluator,
-    RuleConfig,
-    RuleResult,
-    feed,
-    list_new_files,
-)
+from .engine import PROFILER_REPORT, Evaluator, RuleConfig, RuleResult
 from .html_report import render
 from .metric_rules import MetricEvaluation, is_metric_rule
 from .metric_rules import render_html as render_metric_html
 from .metric_rules import source_label as metric_source_label
 from .publish import continuation_event, emf_lines, emit_emf, put_events, status_change_event
+from .reading import Cursor, feed, list_new_files
 from .report import HTML_NAME, SUMMARY_NAME, report_files, summary
 from .rules import MaxInitializationTime, epoch_seconds
 from .state import STATE_FILE, ConcurrentUpdateError, DamagedStateError, S3StateStore
