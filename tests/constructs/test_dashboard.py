@@ -295,7 +295,10 @@ def test_watch_runs_every_minute_with_the_family_and_gpu_count(synthesized: dict
     template = synthesized["template"]
     logical_id, function = _watch(template)
     environment = function["Environment"]["Variables"]
-    assert watch.Settings.from_environment(environment) == watch.Settings("vision-train-", 4, "CdkSageMakerDebugger")
+    role = {"Fn::GetAtt": [[k for k in template.find_resources("AWS::IAM::Role") if k.startswith("JobExecutionRole")][0],
+                           "Arn"]}
+    assert watch.Settings.from_environment(environment) == watch.Settings(
+        "vision-train-", 4, "CdkSageMakerDebugger", role)  # only the family's role counts
     assert function["Architectures"] == ["arm64"] and function["Timeout"] == 50
     template.has_resource_properties("AWS::Events::Rule", {
         "ScheduleExpression": "rate(1 minute)", "Targets": [Match.object_like({
