@@ -308,8 +308,10 @@ def test_watch_runs_every_minute_with_the_family_and_gpu_count(synthesized: dict
 def test_watch_reads_only_what_it_needs(synthesized: dict[str, Any]) -> None:
     template = synthesized["template"]
     role = _watch(template)[1]["Role"]["Fn::GetAtt"][0]
-    (policy,) = template.find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role}]}}).values()
-    by_action = {json.dumps(s["Action"]): s["Resource"] for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    policies = template.find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role}]}}).values()
+    assert len(policies) == 2  # the default policy, and the statements on "*" in a policy of their own
+    by_action = {json.dumps(s["Action"]): s["Resource"] for policy in policies
+                 for s in policy["Properties"]["PolicyDocument"]["Statement"]}
     # the job's own ARN pattern (ARNs are lower case), as its state machine uses it
     assert by_action['"sagemaker:DescribeTrainingJob"'] == {"Fn::Join": ["", [
         "arn:aws:sagemaker:us-east-1:", {"Ref": "AWS::AccountId"}, ":training-job/vision-train-*"]]}
