@@ -9,7 +9,9 @@ including the interpreter's start and any process it runs, such as nvidia-smi):
   * the sampler at 100 ms and at 500 ms on this machine (real /proc, no GPU here);
   * the sampler at 500 ms on a simulated host: a fake /proc with 96 cores and a fake nvidia-smi with 8 GPUs;
   * the sampler's memory with an upload client (boto3 and the standard-library one) against an unreachable endpoint.
-It also prints the in-process cost of one sample. Targets at 100 ms: at most 2 % of one core and at most 40 MB RSS.
+It also prints the in-process cost of one sample, and of one ``with sampler.step():`` on the training thread against
+an empty ``with`` of a do-nothing context manager in the same loop (the writer thread's CPU is shown apart). Targets at
+100 ms: at most 2 % of one core and at most 40 MB RSS.
 """
 
 from __future__ import annotations
@@ -137,6 +139,42 @@ def per_sample_us(local_dir: Path, env: dict, samples: int = 300) -> float:
         os.environ.update(saved)
 
 
+class _Nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *_exc: object) -> bool:
+        return False
+
+
+def step_cost(local_dir: Path, calls: int = 200_000) -> tuple:
+    """(us per step() call on the calling thread, us of an empty with, us of process CPU per step incl. the writer)."""
+    from cdk_sagemaker_debugger.runtime.sampler import api
+
+    saved = dict(os.environ)
+    os.environ["CDK_SAGEMAKER_SAMPLER_LOCAL_DIR"] = str(local_dir)
+    api._state.update(settings=None, writer=None, checked=False, counters={})
+    try:
+        best_step = best_empty = best_cpu = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            for _ in range(calls):
+                with _Nothing():
+                    pass
+            best_empty = min(best_empty, (time.perf_counter() - started) / calls)
+            cpu, started = time.process_time(), time.perf_counter()
+            for _ in range(calls):
+                with api.step():
+                    pass
+            best_step = min(best_step, (time.perf_counter() - started) / calls)
+            api.flush()  # the writer thread's share: what is still queued, written now
+            best_cpu = min(best_cpu, (time.process_time() - cpu) / calls)
+        return best_step * 1e6, best_empty * 1e6, best_cpu * 1e6
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def row(name: str, usage: Usage, baseline: Usage | None = None) -> str:
     """One line; the upload-client rows show memory only (the client's import swamps 20 s of sampling CPU)."""
     sampling = "     -  " if usage.cpu_pct is None else f"{usage.cpu_pct:6.2f} %"
@@ -188,6 +226,7 @@ def main(argv: list[str] | None = None) -> int:
         uploads = upload_client_runs(base, args.seconds)
         small = per_sample_us(base / "in-process", {})
         large = per_sample_us(base / "in-process-fake", fake_host(base / "fake2", 96, 8))
+        step_us, empty_us, step_cpu_us = step_cost(base / "steps")
     print(f"sampler overhead, {os.cpu_count()} cores here, {args.seconds:.0f} s runs, each a child process (with what "
           "it runs): CPU (user + system) as % of one core while sampling, and over the whole run with start and "
           "stop; peak RSS")
@@ -200,6 +239,9 @@ def main(argv: list[str] | None = None) -> int:
     print(row("sampler, 500 ms, boto3 upload client loaded", uploads["boto3"], runs["idle 500"]))
     print(row("sampler, 500 ms, stdlib upload client loaded", uploads["stdlib"], runs["idle 500"]))
     print(f"one sample in-process: {small:.0f} us on this machine, {large:.0f} us with 96 cores + 8 GPUs (simulated)")
+    print(f"step(): {step_us:.2f} us per call on the training thread against {empty_us:.2f} us for an empty with "
+          f"({step_us / max(empty_us, 1e-9):.1f} x, +{step_us - empty_us:.2f} us); {step_cpu_us:.2f} us of process CPU "
+          "per call with the writer thread")
     cpu, rss = runs["sampler 100"].cpu_pct, runs["sampler 100"].rss_mb
     verdict = "met" if cpu <= CPU_TARGET_PCT and rss <= RSS_TARGET_MB else "MISSED"
     print(f"targets at 100 ms: CPU <= {CPU_TARGET_PCT:.0f} % of one core ({cpu:.2f} %), RSS <= {RSS_TARGET_MB:.0f} MB "

@@ -29,7 +29,7 @@ def partition_of(region: str) -> str:
     return "aws"
 
 
-#: resource type -> (what Ref returns: "name" or "arn", the property that names it, the ARN GetAtt Arn returns)
+#: resource type -> (what Ref returns: "name", "arn" or "url", the property that names it, the ARN GetAtt Arn returns)
 _RESOURCE_NAMES: dict[str, tuple[str, str, str]] = {
     "AWS::S3::Bucket": ("name", "BucketName", "arn:{partition}:s3:::{name}"),
     "AWS::IAM::Role": ("name", "RoleName", "arn:{partition}:iam::{account}:role{path}{name}"),
@@ -39,6 +39,7 @@ _RESOURCE_NAMES: dict[str, tuple[str, str, str]] = {
     "AWS::DynamoDB::Table": ("name", "TableName", "arn:{partition}:dynamodb:{region}:{account}:table/{name}"),
     "AWS::Events::EventBus": ("name", "Name", "arn:{partition}:events:{region}:{account}:event-bus/{name}"),
     "AWS::KMS::Key": ("name", "KeyId", "arn:{partition}:kms:{region}:{account}:key/{name}"),
+    "AWS::SQS::Queue": ("url", "QueueName", "arn:{partition}:sqs:{region}:{account}:{name}"),
     "AWS::StepFunctions::StateMachine": ("arn", "StateMachineName",
                                          "arn:{partition}:states:{region}:{account}:stateMachine:{name}"),
 }
@@ -118,7 +119,11 @@ class TemplateResolver:
         if target.startswith("AWS::") or target in self.template.get("Parameters", {}):
             raise UnresolvableIntrinsic(f"{self.stack_name}: no value for the parameter {target}")
         resource_type, _ = self._resource(target)
-        return self.arn(target) if _RESOURCE_NAMES[resource_type][0] == "arn" else self.physical_name(target)
+        kind = _RESOURCE_NAMES[resource_type][0]
+        if kind == "url":  # a queue's Ref is its URL
+            _, _, _, region, account, name = self.arn(target).split(":", 5)
+            return f"https://sqs.{region}.amazonaws.com/{account}/{name}"
+        return self.arn(target) if kind == "arn" else self.physical_name(target)
 
     def _get_att(self, argument: list[str] | str) -> str:
         logical_id, attribute = argument.split(".", 1) if isinstance(argument, str) else argument

@@ -198,14 +198,27 @@ def main_path(deployed: TemplateResolver, endpoint: str, tmp_path_factory: pytes
     now = datetime.now(timezone.utc)
     described = description(request, now - timedelta(minutes=5), now)
     sagemaker, _ = stubbed_sagemaker(described, calls=10)
-    evaluator_env = deployed.function_environment(EVALUATOR_HANDLER)
+    _, function = deployed.one("AWS::Lambda::Function", lambda p: p.get("Handler") == EVALUATOR_HANDLER)
+    variables = dict(function["Environment"]["Variables"])
+    queue_ref = variables.pop("JOB_QUEUE_URL")  # the job queue: created here, as the template declares it (FIFO)
+    _, queue = deployed.one("AWS::SQS::Queue", lambda p: p is deployed.template["Resources"][queue_ref["Ref"]][
+        "Properties"])
+    sqs = client(endpoint, "sqs")
+    job_queue = sqs.create_queue(QueueName="jobs.fifo", Attributes={"FifoQueue": str(queue["FifoQueue"]).lower()})[
+        "QueueUrl"]
+    evaluator_env = {**{k: str(v) for k, v in deployed.resolve(variables).items()}, "JOB_QUEUE_URL": job_queue}
     evaluator_clients = evaluator_lambda.Clients(s3=client(endpoint, "s3"), events=client(endpoint, "events"),
-                                                 sagemaker=sagemaker, cloudwatch=client(endpoint, "cloudwatch"))
+                                                 sagemaker=sagemaker, cloudwatch=client(endpoint, "cloudwatch"),
+                                                 sqs=sqs)
     job_ended = {"source": "aws.sagemaker", "detail-type": "SageMaker Training Job State Change",
                  "detail": {"TrainingJobName": JOB, "TrainingJobStatus": "Completed"}}
-    evaluated = evaluator_lambda.handler(job_ended, None, clients=evaluator_clients,
-                                         settings=evaluator_lambda.Settings.from_env(evaluator_env))
-    sqs = client(endpoint, "sqs")
+    settings = evaluator_lambda.Settings.from_env(evaluator_env)
+    queued = evaluator_lambda.handler(job_ended, None, clients=evaluator_clients, settings=settings)
+    assert queued == {"jobs": [{"job": JOB, "result": "queued"}]}
+    [message] = sqs.receive_message(QueueUrl=job_queue, MaxNumberOfMessages=10).get("Messages", [])
+    record = {"eventSource": "aws:sqs", "messageId": message["MessageId"], "body": message["Body"]}
+    evaluated = evaluator_lambda.handler({"Records": [record]}, None, clients=evaluator_clients, settings=settings)
+    assert evaluated["batchItemFailures"] == []
     verdicts = [json.loads(body) for body in drain(sqs, aws["verdicts"])]
     alarm_sagemaker, _ = stubbed_sagemaker(described, calls=10)
     alarm = RuleAlarmProcessor(AlarmSettings.from_environment(deployed.function_environment(ALARM_HANDLER)),

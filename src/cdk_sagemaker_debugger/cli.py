@@ -24,6 +24,7 @@ from typing import Any, TextIO
 from . import __version__
 from .cli_aws import AwsClients, AwsSetupError, access_hint, evaluate_cloudwatch, explain, find_job_data
 from .cli_progress import Progress, on_a_terminal
+from .cli_tensors import TENSOR_RULES, evaluate_tensors, split_configs, tensor_config
 from .model.errors import ConfigurationError, did_you_mean
 from .model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_REPORT, PROFILER_RULE_SPECS
 from .rules import RULE_CLASSES, from_name
@@ -71,8 +72,9 @@ def parse_rule_option(option: str) -> RuleConfig:
     """``LowGPUUtilization:patience=100,window=60`` -> a validated RuleConfig (validated by the model layer)."""
     name, _, spec = option.partition(":")
     name = name.strip()
-    if name not in RULE_CLASSES:
-        raise UsageError(f"--rule {option!r}: unknown rule {name!r}.{did_you_mean(name, RULE_CLASSES)} "
+    if name not in RULE_CLASSES and name not in TENSOR_RULES:
+        known = [*RULE_CLASSES, *TENSOR_RULES]
+        raise UsageError(f"--rule {option!r}: unknown rule {name!r}.{did_you_mean(name, known)} "
                          f"Run 'cdk-sagemaker-debugger rules' for the catalog.")
     params: dict[str, Any] = {}
     for item in filter(None, (p.strip() for p in spec.split(","))):
@@ -83,6 +85,11 @@ def parse_rule_option(option: str) -> RuleConfig:
             raise UsageError(f"--rule {option!r}: {key.strip()} is given twice ({key.strip()}={params[key.strip()]!r} "
                              f"and {item}); give each parameter once.")
         params[key.strip()] = coerce_parameter(value)
+    if name in TENSOR_RULES:
+        try:
+            return tensor_config(name, params)
+        except RuleConfigError as exc:
+            raise UsageError(f"--rule {option!r}: {exc}") from exc
     try:
         rule = from_name(name, **params)
     except ConfigurationError as exc:
@@ -153,9 +160,17 @@ class Evaluation:
 
 def evaluate_location(location: str, configs: list[RuleConfig], aws: AwsClients, progress: Progress) -> Evaluation:
     s3 = aws.client("s3") if location.startswith("s3://") else None
+    configs, tensor_configs = split_configs(configs)
+    results: list[RuleResult] = []
+    source = ""
+    if tensor_configs:  # the tensor collector's files, next to (or instead of) the profiler files
+        results, _tensors, tensor_store = evaluate_tensors(location, tensor_configs, s3_client=s3)
+        source = tensor_store.describe()
+        if not configs:
+            return Evaluation(Evaluator([], strict=False), results, source)
     store: Store = open_profiler_output(location, s3_client=s3)
     evaluator = evaluate_store(store, configs, progress=progress)
-    return Evaluation(evaluator, evaluator.results(final=True), store.describe())
+    return Evaluation(evaluator, evaluator.results(final=True) + results, store.describe())
 
 
 def evaluate_training_job(job: str, configs: list[RuleConfig], aws: AwsClients, progress: Progress,

@@ -5,7 +5,8 @@
 Training-health rules on the job's algorithm metrics (``model/metric_rules.py``), evaluated by the RuleEvaluator without
 SageMaker Debugger: ``rules.LossNotDecreasing(metric="train:loss")``,
 ``rules.Overfit(train_metric="train:loss", validation_metric="val:loss")``,
-``rules.StalledTraining(metric="train:loss", threshold_minutes=30)``.
+``rules.StalledTraining(metric="train:loss", threshold_minutes=30)``,
+``rules.Overtraining(train_metric="train:loss", validation_metric="val:loss")``.
 """
 
 from .model.metric_rules import METRIC_RULE_CLASSES, MetricRule

@@ -214,3 +214,19 @@ class StalledTraining(MetricRule):
         threshold: int = 1800,
         threshold_minutes: float | None = None,
     ) -> None: ...
+
+class Overtraining(MetricRule):
+    """Fires when the validation metric makes no new optimum (by delta) for patience_validation datapoints while the training metric made one within its last patience_train datapoints."""
+
+    def __init__(
+        self,
+        *,
+        train_metric: str,
+        validation_metric: str,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        patience_train: int = 5,
+        patience_validation: int = 10,
+        delta: float = 0.01,
+    ) -> None: ...

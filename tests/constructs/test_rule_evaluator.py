@@ -163,7 +163,9 @@ def test_permissions_are_scoped_to_the_job_prefix(template: Template):
     # only the evaluator's own objects: its state and its report folders, not SageMaker's rule output beside them
     written = json.dumps(put[0]["Resource"])
     assert len(put) == 1 and len(put[0]["Resource"]) == 2
-    assert "/training/llm-finetune-*/rule-output/evaluator-state.json.gz" in written
+    assert "/training/llm-finetune-*/rule-output/evaluator-state/*" in written  # each evaluator's state and lease
+    [tagging] = by_action["s3:PutObjectTagging"]  # the tag the state lifecycle rule filters on, on those keys only
+    assert json.dumps(tagging["Resource"]).endswith('/training/llm-finetune-*/rule-output/evaluator-state/*"]]}')
     assert "/training/llm-finetune-*/rule-output/*/evaluator-output/*" in written
     reads = json.dumps(by_action["s3:GetObject"])
     assert "/training/llm-finetune-*/profiler-output/*" in reads
@@ -171,6 +173,44 @@ def test_permissions_are_scoped_to_the_job_prefix(template: Template):
         "training/llm-finetune-*/profiler-output/*", "training/llm-finetune-*/rule-output/*"]}}
     assert "events:PutEvents" in by_action
     template.resource_properties_count_is("AWS::IAM::Role", {"ManagedPolicyArns": Match.any_value()}, 0)
+
+
+def test_each_job_is_a_message_of_its_own_on_a_fifo_queue(template: Template):
+    """The schedule, job-end and continuation invocations queue one message per job; the queue's event source hands
+    the function one message per invocation and takes back only the messages that failed."""
+    queues = template.find_resources("AWS::SQS::Queue", {"Properties": {"FifoQueue": True}})
+    [(queue_id, queue)] = [(k, v) for k, v in queues.items() if "RedrivePolicy" in v["Properties"]]
+    props = queue["Properties"]
+    assert props["VisibilityTimeout"] == 6 * 300 and props["SqsManagedSseEnabled"] is True
+    assert props["RedrivePolicy"]["maxReceiveCount"] == 3
+    dlq_id = props["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]
+    assert queues[dlq_id]["Properties"]["FifoQueue"] is True  # a FIFO queue's dead-letter queue is FIFO too
+    template.has_resource_properties("AWS::Lambda::EventSourceMapping", {
+        "BatchSize": 1, "FunctionResponseTypes": ["ReportBatchItemFailures"],
+        "EventSourceArn": {"Fn::GetAtt": [queue_id, "Arn"]}, "ScalingConfig": {"MaximumConcurrency": 4}})
+    assert _function(template)["Environment"]["Variables"]["JOB_QUEUE_URL"] == {"Ref": queue_id}
+
+
+def test_superseded_state_versions_expire_after_a_day_in_the_output_bucket(template: Template):
+    """State and lease objects are rewritten several times a minute in a versioned bucket: their old versions go,
+    nothing else does (profiler data and reports keep the bucket's own retention)."""
+    [bucket] = template.find_resources("AWS::S3::Bucket", {"Properties": {"VersioningConfiguration": {
+        "Status": "Enabled"}}}).values()
+    assert bucket["Properties"]["LifecycleConfiguration"] == {"Rules": [{
+        "Id": "CdkSageMakerDebuggerEvaluatorState", "NoncurrentVersionExpiration": {"NoncurrentDays": 1},
+        "Status": "Enabled", "TagFilters": [{"Key": "cdk-sagemaker-debugger", "Value": "evaluator-state"}]}]}
+
+
+def test_an_imported_output_bucket_gets_no_lifecycle_rule_but_the_rule_is_offered():
+    app = cdk.App()
+    stack = cdk.Stack(app, "S", env=cdk.Environment(region="eu-west-1"))
+    bucket = s3.Bucket.from_bucket_name(stack, "Out", "team-training-output")
+    evaluator = RuleEvaluator(stack, "Evaluator", training_jobs=TrainingJobs.from_job_name_prefix(
+        "team-a-", output_bucket=bucket))
+    assert evaluator.state_lifecycle is None
+    rule = RuleEvaluator.state_lifecycle_rule()
+    assert rule.tag_filters == {"cdk-sagemaker-debugger": "evaluator-state"}
+    assert rule.noncurrent_version_expiration.to_days() == 1
 
 
 def test_cdk_nag_is_clean_with_specific_reasons(synthesized: dict[str, Any]):
@@ -300,7 +340,7 @@ def test_key_prefixes_lose_their_slashes():
     evaluator = RuleEvaluator(stack, "Evaluator", training_jobs=TrainingJobs.from_job_name_prefix(
         "team-a-", output_prefix="/jobs/", output_bucket=s3.Bucket.from_bucket_name(stack, "Out", "team-a-output")))
     written = json.dumps(stack.resolve(evaluator.policy.document.to_json()))
-    assert "team-a-output/jobs/team-a-*/rule-output/evaluator-state.json.gz" in written and "//" not in written.replace(
+    assert "team-a-output/jobs/team-a-*/rule-output/evaluator-state/*" in written and "//" not in written.replace(
         "arn:", "").replace("s3:::", "")
 
 

@@ -63,7 +63,7 @@ class TestEvaluatorKeys:
         assert len(deny) == 1 and deny[0]["Action"] == ["s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion"]
         bucket = {"Ref": stack.get_logical_id(stack.node.find_child("Job").node.find_child("OutputBucket").node.default_child)}
         assert deny[0]["Resource"] == [
-            {"Fn::Join": ["", ["arn:aws:s3:::", bucket, "/training/bert-*/rule-output/evaluator-state.json.gz"]]},
+            {"Fn::Join": ["", ["arn:aws:s3:::", bucket, "/training/bert-*/rule-output/evaluator-state/*"]]},
             {"Fn::Join": ["", ["arn:aws:s3:::", bucket, "/training/bert-*/rule-output/*/evaluator-output/*"]]},
         ]
 

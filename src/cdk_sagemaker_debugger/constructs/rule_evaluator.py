@@ -12,8 +12,10 @@ from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_events_targets as targets
 from aws_cdk import aws_iam as iam
+from aws_cdk import aws_lambda_event_sources as lambda_events
 from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from ..model.contract import CONTINUATION_DETAIL_TYPE as CONTINUATION
@@ -21,15 +23,16 @@ from ..model.contract import DEFAULT_NAMESPACE, EVENT_SOURCE, EvaluatorEnvironme
 from ..model.contract import RULE_ISSUES_FOUND_METRIC as METRIC_NAME
 from ..model.contract import STATUS_CHANGE_DETAIL_TYPE as STATUS_CHANGE
 from ..model.errors import ConfigurationError, ConfigurationTypeError
+from ..model.evaluator_tensor_rules import is_evaluator_tensor_rule
 from ..model.metric_rules import is_metric_rule
 from ..model.parameters import is_token
 from ..model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
 from ..model.profiler_rules import ProfilerReport, ProfilerRule
 from ._cdk.checks import check_kind, check_log_retention, check_reserved_concurrency, whole_seconds
 from ._cdk.lambda_function import runtime_function
-from ._cdk.layout import EVALUATOR_REPORT_FOLDER, EVALUATOR_STATE_FILE
+from ._cdk.layout import EVALUATOR_REPORT_FOLDER, EVALUATOR_STATE_FILE, EVALUATOR_STATE_TAG
 from ._cdk.lazy import LazyPath, lazy_string
-from ._cdk.nag import acknowledge_wildcards
+from ._cdk.nag import KMS_KEY_FINDINGS, acknowledge_wildcards
 from .event_bus import allow_verdict_publisher, verdict_bus
 from .family import JobOrigin, TrainingJobs, check_training_jobs
 from .rule_set import ProfilerRuleSet
@@ -43,6 +46,9 @@ MAX_TIMEOUT_SECONDS = 900
 MIN_TIMEOUT_SECONDS = 60
 #: Concurrent runs at most: the schedule's run, final runs of jobs that just ended, and continuations.
 DEFAULT_RESERVED_CONCURRENCY = 5
+#: How long superseded versions of the evaluator's state and lease objects are kept in a versioned bucket (each job
+#: writes them several times a minute; only the current version is ever read).
+STATE_NONCURRENT_DAYS = 1
 
 
 class MetricsSource(enum.Enum):
@@ -63,7 +69,8 @@ def _configs(rules: Sequence[ProfilerRule], where: str) -> list[dict[str, Any]]:
             raise ConfigurationTypeError(f"expected profiler rules, got {type(rule).__name__}.", where=where,
                                          field="rules", value=rule)
         builtin = rule.rule_to_invoke == PROFILER_REPORT or rule.rule_to_invoke in PROFILER_RULE_SPECS
-        if not builtin and not is_metric_rule(rule):  # metric rules: model/metric_rules.py
+        if not builtin and not is_metric_rule(rule) and not is_evaluator_tensor_rule(rule):  # model/metric_rules.py,
+            # model/evaluator_tensor_rules.py
             raise ConfigurationError(
                 f"rule {rule.name!r} runs {rule.rule_to_invoke!r}, which is not a built-in profiler rule; the evaluator "
                 "implements the built-in rules only. Run custom rules on Debugger (rule_engine=RuleEngine.DEBUGGER) "
@@ -152,8 +159,14 @@ class RuleEvaluator(Construct):
         self.source = source
         self.metric_namespace = metric_namespace
         self.event_bus: events.IEventBus = self._bus(event_bus)
+        #: One message per job and run (FIFO, grouped by job): each job is evaluated in an invocation of its own.
+        self.job_queue = self._create_job_queue(timeout_seconds)
         self._create_function(memory_size, timeout_seconds, log_retention, reserved_concurrency, custom_bus=event_bus)
+        self._consume_job_queue(reserved_concurrency)
         self._grant_permissions()
+        #: The lifecycle rule that expires superseded versions of the state objects (None when the output bucket is
+        #: imported: add :meth:`state_lifecycle_rule` to it yourself).
+        self.state_lifecycle = self._expire_state_versions()
         self._create_rules()
 
     def _use_rules(self, rules: ProfilerRuleSet | Sequence[ProfilerRule] | None, where: str) -> None:
@@ -233,6 +246,7 @@ class RuleEvaluator(Construct):
                 env.PROFILER_S3_URI: self.profiler_s3_uri,
                 env.EVENT_BUS_NAME: self.event_bus.event_bus_name,
                 env.METRIC_NAMESPACE: self.metric_namespace,
+                env.JOB_QUEUE_URL: self.job_queue.queue_url,
             },
             memory_size=memory_size,
             timeout=cdk.Duration.seconds(timeout_seconds),
@@ -249,6 +263,28 @@ class RuleEvaluator(Construct):
             allow_verdict_publisher(self, self.role)
         else:
             custom_bus.grant_put_events_to(self.role)
+
+    def _create_job_queue(self, timeout_seconds: int) -> sqs.Queue:
+        """SQS FIFO: the message group is the job, so one job's runs follow each other while different jobs run in
+        parallel, and a failing job only ever holds back its own messages (docs/evaluator.md, "One job, one unit of
+        work"). Messages that failed three times go to a FIFO dead-letter queue (:attr:`job_dead_letter_queue`)."""
+        #: Job messages whose evaluation failed three times (an exception, a timeout, the memory cap).
+        self.job_dead_letter_queue = sqs.Queue(
+            self, "JobDeadLetterQueue", fifo=True, encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+            retention_period=cdk.Duration.days(14))
+        return sqs.Queue(
+            self, "JobQueue", fifo=True, encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+            # AWS's advice for a Lambda event source: at least six times the function's timeout
+            visibility_timeout=cdk.Duration.seconds(6 * timeout_seconds), retention_period=cdk.Duration.hours(1),
+            dead_letter_queue=sqs.DeadLetterQueue(queue=self.job_dead_letter_queue, max_receive_count=3))
+
+    def _consume_job_queue(self, reserved_concurrency: int | None) -> None:
+        """One message per invocation; a failed one returns alone (partial batch response). With reserved
+        concurrency, one execution stays free for the schedule's and the job-end invocations that queue the jobs."""
+        maximum = reserved_concurrency - 1 if reserved_concurrency is not None and reserved_concurrency > 2 else None
+        self.function.add_event_source(lambda_events.SqsEventSource(
+            self.job_queue, batch_size=1, report_batch_item_failures=True, max_concurrency=maximum))
+        self.job_queue.grant_send_messages(self.role)
 
     @property
     def rule_configurations(self) -> list[dict[str, Any]]:
@@ -307,6 +343,8 @@ class RuleEvaluator(Construct):
             iam.PolicyStatement(actions=["sagemaker:ListTrainingJobs", "cloudwatch:GetMetricData",
                                          "ec2:DescribeInstanceTypes"], resources=["*"]),
             iam.PolicyStatement(actions=["s3:GetObject", "s3:PutObject"], resources=[state, reports]),
+            # the state and lease objects are written with the tag the lifecycle rule expires old versions by
+            iam.PolicyStatement(actions=["s3:PutObjectTagging"], resources=[state]),
             iam.PolicyStatement(actions=["s3:GetObject"], resources=[profiler_objects]),
             *self._list_bucket_statements(),
         ]
@@ -316,6 +354,7 @@ class RuleEvaluator(Construct):
         for bucket in {id(b): b for b in (jobs.output_bucket, jobs.profiler_bucket)}.values():
             if bucket.encryption_key is not None:
                 bucket.encryption_key.grant_encrypt_decrypt(self.role)
+                acknowledge_wildcards(self.role.node.find_child("DefaultPolicy"), KMS_KEY_FINDINGS)
         self.log_group.grant_write(self.role)
         acknowledge_wildcards(self.policy, {
             "Resource::*": "ListTrainingJobs, GetMetricData and DescribeInstanceTypes do not support resource-level "
@@ -330,6 +369,28 @@ class RuleEvaluator(Construct):
             f"Resource::{profiler_objects}": "Profiler output is read per job and per minute file; scoped to the "
             "profiler-output/ folders of the family's jobs.",
         })
+
+    @staticmethod
+    def state_lifecycle_rule() -> s3.LifecycleRule:
+        """The rule that expires superseded versions of the evaluator's state and lease objects after a day (they carry
+        the object tag ``cdk-sagemaker-debugger=evaluator-state``); current versions and every other object (profiler
+        data, reports) stay."""
+        key, value = EVALUATOR_STATE_TAG
+        return s3.LifecycleRule(id="CdkSageMakerDebuggerEvaluatorState", tag_filters={key: value},
+                                noncurrent_version_expiration=cdk.Duration.days(STATE_NONCURRENT_DAYS))
+
+    def _expire_state_versions(self) -> s3.LifecycleRule | None:
+        """Add :meth:`state_lifecycle_rule` to the output bucket when this app owns it (once per bucket)."""
+        bucket = self.training_jobs.output_bucket
+        if not isinstance(bucket, s3.Bucket):
+            return None
+        existing = getattr(bucket, "_cdk_sagemaker_debugger_state_rule", None)
+        if existing is None:
+            existing = self.state_lifecycle_rule()
+            bucket.add_lifecycle_rule(**{name: getattr(existing, name) for name in ("id", "tag_filters",
+                                                                                   "noncurrent_version_expiration")})
+            bucket._cdk_sagemaker_debugger_state_rule = existing  # type: ignore[attr-defined]
+        return existing
 
     def _list_bucket_statements(self) -> list[iam.PolicyStatement]:
         """ListBucket on the family's folders (it also makes a missing state object a 404 rather than a 403)."""

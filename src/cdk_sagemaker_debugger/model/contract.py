@@ -82,6 +82,8 @@ class EvaluatorEnvironment:
     METRIC_NAMESPACE = "METRIC_NAMESPACE"
     SAFETY_MARGIN_SECONDS = "SAFETY_MARGIN_SECONDS"
     READ_WORKERS = "READ_WORKERS"
+    #: The FIFO queue of job messages (one job, one invocation); unset: every job is evaluated in the invocation.
+    JOB_QUEUE_URL = "JOB_QUEUE_URL"
 
 
 class GpuWatchEnvironment:

@@ -103,6 +103,22 @@ _SPECS = (
              "RuleAlarm(actions=[StopTraining()]): stops the run exactly once, by its exact name"),
         ),
     ),
+    MetricRuleSpec(
+        "Overtraining",
+        "Fires when the validation metric makes no new optimum (by delta) for patience_validation datapoints while "
+        "the training metric made one within its last patience_train datapoints.",
+        ("train_metric", "validation_metric"),
+        (
+            _Param("patience_train", 5, "positive_int", "Training datapoints within which the training metric must "
+                          "have made a new optimum for the rule to fire (it still improves)."),
+            _Param("patience_validation", 10, "positive_int", "Validation datapoints without a new optimum that "
+                          "fire the rule."),
+            _Param("delta", 0.01, "non_negative_number", "How much lower than the best value a datapoint must be "
+                          "to count as a new optimum."),
+        ),
+        "Overtraining",
+        (("(the losses collection)", "train_metric= and validation_metric= (MetricDefinitions names)"),),
+    ),
 )
 
 #: The metric rules by name.

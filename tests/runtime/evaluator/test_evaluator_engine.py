@@ -162,7 +162,7 @@ def test_cursor_keeps_a_trailing_window_of_seen_keys():
     consumed = [(i * minute, f"system/incremental/h/{1000 + i * 60}.algo-1.json") for i in range(10)]
     cursor.advance(consumed)
     assert cursor.start_after == consumed[4][1]  # newest is minute 9; keys more than 5 minutes older are behind
-    assert cursor.seen == {key for _, key in consumed[5:]}
+    assert set(cursor.seen) == {key for _, key in consumed[5:]}
 
 
 def test_a_failing_rule_gives_error_status_and_spares_the_other_rules(monkeypatch):

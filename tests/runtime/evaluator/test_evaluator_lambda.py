@@ -25,7 +25,6 @@ REGION = "us-east-1"
 BUCKET = "ml-output-bucket"
 JOB = "exp-llm-0001"
 ARN = f"arn:aws:sagemaker:{REGION}:123456789012:training-job/{JOB}"
-STATE_KEY = f"output/{JOB}/rule-output/evaluator-state.json.gz"
 REPORTS = f"output/{JOB}/rule-output/ProfilerReport/evaluator-output"
 
 
@@ -111,6 +110,8 @@ def sagemaker_stub(*responses: dict[str, Any]) -> tuple[Any, Stubber]:
 
 
 SETTINGS = lh.Settings(family=JobFamily(job_name_prefix="exp-"), read_workers=2)
+#: The state of SETTINGS's evaluator (each evaluator keeps its own).
+STATE_KEY = f"output/{JOB}/rule-output/evaluator-state/{SETTINGS.evaluator_id}.json.gz"
 
 
 def clients_for(aws: dict[str, Any], sagemaker: Any, cloudwatch: Any = None) -> lh.Clients:
@@ -118,21 +119,22 @@ def clients_for(aws: dict[str, Any], sagemaker: Any, cloudwatch: Any = None) -> 
     return lh.Clients(s3=aws["s3"], events=aws["events"], sagemaker=sagemaker, **extra)
 
 
-def load_state(s3: Any) -> dict[str, Any]:
-    return json.loads(gzip.decompress(s3.get_object(Bucket=BUCKET, Key=STATE_KEY)["Body"].read()))
+def load_state(s3: Any, settings: lh.Settings = SETTINGS) -> dict[str, Any]:
+    key = f"output/{JOB}/rule-output/evaluator-state/{settings.evaluator_id}.json.gz"
+    return json.loads(gzip.decompress(s3.get_object(Bucket=BUCKET, Key=key)["Body"].read()))
 
 
 def test_profiler_source_runs_incrementally_and_publishes_each_status_change(aws, tmp_path, capsys):
     spec = small_spec(minutes=4, gpu_util=constant(40.0))
     root = write_job(tmp_path / "po", spec)
-    upload_tree(aws["s3"], root, only_before=spec.start + 150)  # 2.5 minutes have arrived
+    upload_tree(aws["s3"], root, only_before=spec.start + 250)  # 4 minutes and a bit have arrived
     sm, stub = sagemaker_stub(describe(), describe("Completed", end=datetime(2025, 11, 29, 7, 12, tzinfo=timezone.utc)),
                               describe("Completed"))
     clients = clients_for(aws, sm)
 
     first = lh.handler({"detail": {"TrainingJobName": JOB}}, None, clients=clients, settings=SETTINGS)
     assert first["jobs"][0]["result"] == "in progress"
-    assert first["jobs"][0]["windows"] == 1  # window 1 ends at the newest file: it waits for more data
+    assert first["jobs"][0]["windows"] == 1  # window 1 waits for the files of the 3 minutes after it
     state = load_state(aws["s3"])
     assert state["source"] == "PROFILER" and state["final"] is False
     events = received(aws)
@@ -171,7 +173,7 @@ def test_profiler_source_runs_incrementally_and_publishes_each_status_change(aws
 def test_a_run_that_loses_the_race_commits_nothing(aws, tmp_path):
     root = write_job(tmp_path / "po", small_spec(minutes=2))
     upload_tree(aws["s3"], root)
-    sm, _ = sagemaker_stub(describe("Completed"))
+    sm, _ = sagemaker_stub(describe("InProgress"))  # a run of an ended job starts again instead: test_evaluator_race.py
 
     class RacingS3:
         """Another run commits its state between this run's read and its write."""
@@ -343,7 +345,7 @@ def test_a_job_without_profiler_config_is_read_from_the_configured_sampler_locat
     sm, stub = sagemaker_stub(sampler_job("Completed"))
     outcome = lh.evaluate_job(JOB, SAMPLER_SETTINGS, clients_for(aws, sm), deadline=float("inf"))
     assert outcome["result"] == "final" and outcome["windows"] == 3
-    assert load_state(aws["s3"])["source"] == "PROFILER"
+    assert load_state(aws["s3"], SAMPLER_SETTINGS)["source"] == "PROFILER"
     stub.assert_no_pending_responses()
 
 

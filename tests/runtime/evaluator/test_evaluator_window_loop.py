@@ -67,18 +67,19 @@ def test_a_file_named_a_year_after_the_job_jumps_over_the_empty_windows(tmp_path
     stray.write_text(first.read_text())  # records of the job's first minute: a year from the file's name
     ev = evaluate_store(LocalStore(root), [report()], read_workers=1)
     # windows 0-3 hold data (the job's partial fourth minute is no longer the last file), 4 to 525,599 are empty:
-    # 4 to 525,598 are jumped over while reading, the last one (ending on the stray file) is evaluated at the end
-    assert ev.windows_evaluated == 525_600 and ev.skipped_windows == 525_595
+    # 4 to 525,595 are jumped over while reading (a window waits for the files of the 3 minutes after it), the last
+    # four (the last ending on the stray file) are evaluated at the end
+    assert ev.windows_evaluated == 525_600 and ev.skipped_windows == 525_592
     assert ev.misplaced_records == 11_400  # 600 samples x 19 records: all of the stray file
     assert ev.stats.problems == [
-        "no data from 2025-11-29T07:11:00Z to 2026-11-29T07:06:00Z: 525595 empty window(s) skipped, not evaluated "
+        "no data from 2025-11-29T07:11:00Z to 2026-11-29T07:03:00Z: 525592 empty window(s) skipped, not evaluated "
         "(a gap in the profiler output, or a file named with a far-off time)",
         f"{stray.relative_to(root).as_posix()}: skipped 11400 record(s) whose Timestamp is more than 5 minutes away "
         "from the file's minute (2026-11-29T07:07:00Z); the managed rules never read them either"]
     results = ev.results(final=True)
     assert results[0].status == "IssuesFound"
     page = render(results, ev.timeline, ev.diagnostics(), title="t", source="s")
-    assert '<th>skipped windows</th><td class="num">525595</td>' in page
+    assert '<th>skipped windows</th><td class="num">525592</td>' in page
     assert '<th>misplaced records</th><td class="num">11400</td>' in page
 
 
@@ -226,3 +227,39 @@ def test_rules_with_different_scan_intervals_are_not_silently_evaluated_at_one_i
     assert statuses["LowGPUUtilization"].status != "Error" and statuses["BatchSize"].status != "Error"
     with pytest.raises(RuleConfigError, match="different scan_interval_us values"):
         Evaluator([standalone("LowGPUUtilization"), standalone("StepOutlier", scan_interval_us="30000000")])
+
+
+def _file_late(root: Path, source: int, target: int, share: float) -> int:
+    """Move ``share`` of the records of system file ``source`` into file ``target`` (filed minutes later)."""
+    files = _system_files(root)
+    lines = files[source].read_bytes().splitlines(keepends=True)
+    keep = int(len(lines) * (1 - share))
+    files[source].write_bytes(b"".join(lines[:keep]))
+    with files[target].open("ab") as out:
+        out.write(b"".join(lines[keep:]))
+    return len(lines) - keep
+
+
+def test_records_up_to_three_minutes_behind_their_file_are_evaluated_in_their_window(tmp_path: Path):
+    """A node that uploads late files 80 % of its records into the minute files two minutes later: the windows wait
+    for them (the managed rules read +-3 minutes of files), so nothing is dropped and the verdicts do not move."""
+    spec = small_spec(minutes=6, gpu_util=lambda n, d, s, t: 5.0 if s % 3 else 60.0)
+    expected = evaluate_store(LocalStore(write_job(tmp_path / "on-time", spec)), [report()], read_workers=1)
+    root = write_job(tmp_path / "late", spec)
+    for source in (3, 2, 1):
+        _file_late(root, source, source + 2, 0.8)
+    ev = evaluate_store(LocalStore(root), [report()], read_workers=1)
+    assert ev.late_records == 0
+    for rule in ("LowGPUUtilization", "BatchSize", "OverallSystemUsage", "LoadBalancing"):
+        assert verdict(ev, rule).verdict == verdict(expected, rule).verdict
+        assert verdict(ev, rule).report["Datapoints"] == verdict(expected, rule).report["Datapoints"]
+
+
+def test_records_more_than_three_minutes_behind_are_counted_and_named(tmp_path: Path):
+    root = write_job(tmp_path / "po", small_spec(minutes=6))
+    moved = _file_late(root, 1, 6, 0.5)  # into the file of the fourth minute after the window
+    ev = evaluate_store(LocalStore(root), [report()], read_workers=1)
+    assert ev.late_records == moved
+    late_file = _system_files(root)[6].relative_to(root).as_posix()
+    assert f"{late_file}: skipped {moved} record(s) or event(s) for windows already evaluated (more than 3 minutes " \
+           "behind the file's minute); not evaluated" in ev.diagnostics()["problems"]

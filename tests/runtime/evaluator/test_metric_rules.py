@@ -203,7 +203,7 @@ def test_lambda_reads_new_minutes_each_run_and_publishes_issues_found_once(aws):
     assert report["RuleParameters"] == "metric:train:loss\nnum_steps:10\ndiff_percent:0.1\nincrease_threshold_percent:5.0"
     html = aws["s3"].get_object(Bucket=BUCKET, Key=f"{folder}/profiler-report.html")["Body"].read().decode()
     assert 'data-chart="training-metrics"' in html and "TrainingJobName=exp-llm-0001" in html
-    assert len(load_state(aws["s3"])["metrics"]["series"]["train:loss"]) == 28
+    assert len(load_state(aws["s3"], settings)["metrics"]["series"]["train:loss"]) == 28
 
 
 def test_metric_rules_alone_finish_with_the_job(aws):  # noqa: F811
@@ -224,4 +224,4 @@ def test_metric_rules_alone_finish_with_the_job(aws):  # noqa: F811
     clients = lh.Clients(s3=aws["s3"], events=aws["events"], sagemaker=sm, cloudwatch=cw)
     outcome = lh.evaluate_job(JOB, settings, clients, deadline=math.inf, now=S0 + 3600)
     assert outcome["result"] == "final" and outcome["statuses"] == {"stall": "NoIssuesFound"}
-    assert load_state(aws["s3"])["final"] is True
+    assert load_state(aws["s3"], settings)["final"] is True

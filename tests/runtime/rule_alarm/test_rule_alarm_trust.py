@@ -4,6 +4,7 @@ watched rules, events only from its own account, jobs only when they run as the 
 
 from __future__ import annotations
 
+import fnmatch
 import json
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +14,7 @@ from rule_alarm_world import ACCOUNT, SCHEDULED_EVENT, AwsClients, Harness, eval
 
 from cdk_sagemaker_debugger.constructs._cdk import layout as _common
 from cdk_sagemaker_debugger.runtime.evaluator import lambda_handler as evaluator_handler
+from cdk_sagemaker_debugger.runtime.evaluator import lease as evaluator_lease
 from cdk_sagemaker_debugger.runtime.evaluator import report as evaluator_report
 from cdk_sagemaker_debugger.runtime.evaluator import state as evaluator_state
 from cdk_sagemaker_debugger.runtime.rule_alarm import reports
@@ -180,7 +182,10 @@ def test_the_alarm_reads_where_the_evaluator_writes() -> None:
     """The two runtime packages cannot import each other; their shared layout is checked here, with the constructs'."""
     assert reports.REPORT_FOLDER == evaluator_handler.REPORT_FOLDER == _common.EVALUATOR_REPORT_FOLDER
     assert reports.SUMMARY_NAME == evaluator_report.SUMMARY_NAME == _common.EVALUATOR_SUMMARY_FILE
-    assert evaluator_state.STATE_FILE == _common.EVALUATOR_STATE_FILE
+    assert evaluator_state.STATE_TAGGING == "=".join(_common.EVALUATOR_STATE_TAG)  # what the lifecycle rule filters on
+    state_key = evaluator_state.state_key("out/exp-1/rule-output", "0123456789abcdef")
+    for key in (state_key, state_key + evaluator_lease.LEASE_SUFFIX):  # what the grants and the Deny cover
+        assert fnmatch.fnmatchcase(key, f"out/exp-1/rule-output/{_common.EVALUATOR_STATE_FILE}")
     description = {"TrainingJobName": "exp-1", "OutputDataConfig": {"S3OutputPath": "s3://bucket/out/"}}
     assert reports.summary_location(description, "StepOutlier") == (
         "bucket", "out/exp-1/rule-output/StepOutlier/evaluator-output/evaluation-summary.json")

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-__all__ = ["EVALUATOR_REPORT_FOLDER", "EVALUATOR_STATE_FILE", "EVALUATOR_SUMMARY_FILE"]
+__all__ = ["EVALUATOR_REPORT_FOLDER", "EVALUATOR_STATE_FILE", "EVALUATOR_STATE_TAG", "EVALUATOR_SUMMARY_FILE"]
 
 #: Where the RuleEvaluator keeps its own objects under ``<output>/<job>/rule-output/`` (the runtime writes them; a test
-#: checks both layers agree): its state object, and ``<RuleConfigurationName>/evaluator-output/`` with the reports.
-EVALUATOR_STATE_FILE = "evaluator-state.json.gz"
+#: checks both layers agree): its state folder (``evaluator-state/<evaluator id>.json.gz`` and the job's lease beside
+#: it, one pair per evaluator), and ``<RuleConfigurationName>/evaluator-output/`` with the reports.
+EVALUATOR_STATE_FILE = "evaluator-state/*"
+#: The object tag the runtime writes on those state and lease objects; a lifecycle rule expires their old versions.
+EVALUATOR_STATE_TAG = ("cdk-sagemaker-debugger", "evaluator-state")
 EVALUATOR_REPORT_FOLDER = "evaluator-output"
 EVALUATOR_SUMMARY_FILE = "evaluation-summary.json"

@@ -49,6 +49,7 @@ from ...model.request.members import (
 )
 from ...model.request.training import normalize_string_map
 from ...model.rule_engine import RuleEngine
+from .. import multinode
 from .._cdk.images import concrete_region
 from .._cdk.lazy import LazyPath
 from .._cdk.nag import Findings
@@ -91,7 +92,7 @@ class ProfiledTrainingJob(Construct):
       fail when the construct is created, or at synth for rules added later.
 
     A role you pass is used unchanged (no grants). The execution role this construct creates may not write the
-    RuleEvaluator's state and reports of its runs (``<output>/<prefix>-*/rule-output/evaluator-state.json.gz`` and
+    RuleEvaluator's state and reports of its runs (``<output>/<prefix>-*/rule-output/evaluator-state/*`` and
     ``.../rule-output/*/evaluator-output/*``).
 
     Every prop but ``job_name_prefix`` and one of ``training_image`` / ``algorithm_name`` is optional. docs/request.md
@@ -143,8 +144,8 @@ class ProfiledTrainingJob(Construct):
             ``Sampler(interval_millis=500)``, left out with a note where it cannot run (algorithms, network isolation).
         evaluator: a :class:`cdk_sagemaker_debugger.RuleEvaluator` to use instead of creating one; it must cover this job's family.
             Default: None (a new one with RuleEngine.EVALUATOR and a ``rule_set``).
-        debugger_rules: debugger (tensor) rules, RuleEngine.DEBUGGER only; add more with :meth:`add_debugger_rule`.
-            Default: none.
+        debugger_rules: debugger (tensor) rules; add more with :meth:`add_debugger_rule`. With RuleEngine.EVALUATOR the
+            RuleEvaluator runs 13 of them from the tensor collector's files (docs/tensor-rules.md). Default: none.
         debug_hook: a DebugHookConfig, True (the default hook) or False (none; an error with debugger rules).
             Default: None (the default hook when there are debugger rules).
         tensorboard: Debugger's TensorBoardOutputConfig, RuleEngine.DEBUGGER only. Default: None.
@@ -169,6 +170,14 @@ class ProfiledTrainingJob(Construct):
         session_tag_chaining: ``EnableSessionTagChaining``. Default: None.
         request_overrides: any member no prop sets, deep-merged into AlgorithmSpecification, OutputDataConfig,
             ResourceConfig and StoppingCondition or set whole; members a prop sets are refused. Default: None.
+        code: a :class:`cdk_sagemaker_debugger.TrainingCode` (``from_asset`` / ``from_bucket`` / ``from_s3_uri``): the
+            SDK's ``sagemaker_program``, ``sagemaker_submit_directory`` and ``distribution`` launcher hyperparameters
+            for a framework image; the created role may read the archive. Default: None (the image's own code).
+        checkpoints: a :class:`cdk_sagemaker_debugger.Checkpoints` instead of ``checkpoint_s3_uri`` /
+            ``checkpoint_local_path``, granted read/write on exactly its prefix (and its bucket's key). Default: None.
+        enable_inter_container_traffic_encryption: encrypts the traffic between the instances of a run (the API's
+            name; ``encrypt_inter_container_traffic`` still works). Costs training time: every collective operation
+            between hosts goes through encryption. Default: None (``encrypt_inter_container_traffic``).
     """
 
     #: The prefix of every run's job name (``<job_name_prefix>-<20 hex characters>``).
@@ -260,6 +269,12 @@ class ProfiledTrainingJob(Construct):
     evaluator: Any
     #: The custom resource that starts a run on deploy (``run_on_deploy=True``), or None.
     deploy_trigger: cr.AwsCustomResource | None
+    #: The training code (``code=``), or None.
+    training_code: Any
+    #: Where the training code is once bound (its S3 URI, entry point, asset), or None.
+    training_code_location: Any
+    #: The checkpoint location (``checkpoints=`` or ``checkpoint_s3_uri=``), or None.
+    checkpoints: Any
 
     def __init__(
         self, scope: Construct, id: str, *,
@@ -284,7 +299,8 @@ class ProfiledTrainingJob(Construct):
         infra_check: bool | None = None, remote_debug: bool | None = None, session_tag_chaining: bool | None = None,
         container_entrypoint: Sequence[str] | None = None, container_arguments: Sequence[str] | None = None,
         experiment_config: ExperimentConfig | None = None, mlflow: MlflowConfig | None = None,
-        request_overrides: Mapping[str, Any] | None = None,
+        request_overrides: Mapping[str, Any] | None = None, code: Any = None, checkpoints: Any = None,
+        enable_inter_container_traffic_encryption: bool | None = None,
     ) -> None:
         """Every prop is checked before the first resource exists; the props are documented on the class."""
         super().__init__(scope, id)
@@ -306,6 +322,10 @@ class ProfiledTrainingJob(Construct):
         self.distribution = props.check_distribution(self, distribution)
         self._stopping = props.check_stopping_condition(self, max_runtime, max_wait, use_spot_instances)
         self.max_runtime, self.max_wait, self.use_spot_instances = max_runtime, max_wait, use_spot_instances
+        checkpoint_s3_uri, checkpoint_local_path, encrypt_inter_container_traffic = multinode.resolve_props(
+            self, checkpoints=checkpoints, checkpoint_s3_uri=checkpoint_s3_uri, checkpoint_local_path=checkpoint_local_path,
+            encrypt_inter_container_traffic=encrypt_inter_container_traffic,
+            enable_inter_container_traffic_encryption=enable_inter_container_traffic_encryption)
         props.check_dependent_props(self, checkpoint_s3_uri, checkpoint_local_path, vpc, vpc_subnets, security_groups)
         self.checkpoint_s3_uri, self.checkpoint_local_path = checkpoint_s3_uri, checkpoint_local_path
         self._record_container_props(
@@ -325,11 +345,14 @@ class ProfiledTrainingJob(Construct):
         self.output_bucket = self._create_output_bucket(output_bucket, output_kms_key)
         self._record_output_location(output_kms_key, output_prefix)
         self._add_initial_debugger_rules(debugger_rules, debug_hook, tensorboard)
+        multinode.attach_code(self, code)
         self._policy = ExecutionPolicy(self)
         self.role = role if role is not None else self._policy.create_role(vpc is not None)
+        multinode.grant_job_locations(self)
         self._role_arn = self.role.role_arn
         self.vpc, self.security_groups, self._subnet_ids = self._place_in_vpc(vpc, vpc_subnets, security_groups)
         self._security_group_ids = [sg.security_group_id for sg in self.security_groups]
+        multinode.secure_cluster_network(self, created=not security_groups)
         launch = create_launch(self)
         self.naming_state, self.launch_state = launch.naming_state, launch.launch_state
         self.log_group, self.state_machine = launch.log_group, launch.state_machine

@@ -47,6 +47,9 @@ MAX_RECORD_DRIFT_US = 300_000_000
 # No instance has more than 16 GPUs; LoadBalancing compares every pair of a node's GPUs.
 MAX_GPUS_PER_NODE = 64
 FRAMEWORK_LOOKAHEAD_US = 180_000_000  # the reference reader looks 3 minutes past a window for framework files
+# While a job runs, a window closes only once system files 3 minutes past its end have been read: the managed rules
+# read +-3 minutes of files around each window, so records filed up to 3 minutes after their own minute count.
+SYSTEM_LOOKAHEAD_US = 180_000_000
 STATUS_IN_PROGRESS = "InProgress"
 STATUS_ISSUES = "IssuesFound"
 STATUS_NO_ISSUES = "NoIssuesFound"
@@ -144,6 +147,11 @@ class RuleRun:
     def result(self, facts: Facts, windows: int, final: bool) -> RuleResult:
         subs = []
         for rule in self.rules:
+            if not self.failed:
+                try:
+                    rule.settle()
+                except Exception as exc:  # as in evaluate(): a rule bug must not take the other rules down
+                    self.failed = f"{type(exc).__name__}: {rule.name} failed summarising its report: {exc}"
             reason = rule.gap(facts)
             if reason:
                 subs.append(SubRuleResult(rule.name, VERDICT_NOT_APPLICABLE, reason, not_applicable_report(rule.report),
@@ -268,6 +276,7 @@ class Evaluator:
         self.early_records = 0
         self.misplaced_records = 0
         self._misplaced: dict[SystemFile, int] = {}
+        self._late: dict[str, int] = {}  # records and events that came too late for their window, per file
         self.skipped_windows = 0
         self.newest_system_us: int | None = None
         self.newest_framework_us: int | None = None
@@ -350,6 +359,7 @@ class Evaluator:
         for k, recs in buckets.items():
             if k < self.next_window:
                 self.late_records += len(recs)
+                self._late[file.key] = self._late.get(file.key, 0) + len(recs)
             else:
                 self._window(k).add(recs)
         if misplaced:
@@ -364,6 +374,10 @@ class Evaluator:
                             f"{MAX_RECORD_DRIFT_US // 60_000_000} minutes away from the file's minute "
                             f"({iso_us(file.timestamp_us)}); the managed rules never read them either")
         self._misplaced.clear()
+        for key, count in self._late.items():
+            self.stats.note(f"{key}: skipped {count} record(s) or event(s) for windows already evaluated (more than "
+                            f"{SYSTEM_LOOKAHEAD_US // 60_000_000} minutes behind the file's minute); not evaluated")
+        self._late.clear()
 
     def _window(self, k: int) -> SystemWindow:
         window = self.pending_system.get(k)
@@ -382,6 +396,7 @@ class Evaluator:
             k = max((ev.end_us - self.origin_us) // self.scan_us, 0)
             if k < self.next_window:
                 self.late_records += 1
+                self._late[file.key] = self._late.get(file.key, 0) + 1
                 continue
             self.pending_framework.setdefault(int(k), []).append(ev)
 
@@ -416,7 +431,7 @@ class Evaluator:
             return False
         if end >= latest and not self.ended:
             return False  # the managed rule waits for more data here
-        return end <= horizon[0] and end + FRAMEWORK_LOOKAHEAD_US <= horizon[1]
+        return end + SYSTEM_LOOKAHEAD_US <= horizon[0] and end + FRAMEWORK_LOOKAHEAD_US <= horizon[1]
 
     def _jump_empty_run(self, k: int, horizon: tuple[float, float]) -> bool:
         """Jump over a long run of windows without any data, from k to the next window with data (or to the first
@@ -621,3 +636,17 @@ def iso_us(us: float) -> str:  # also the reader's (reading.py)
         return datetime.fromtimestamp(us / 1e6, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (OverflowError, OSError, ValueError):
         return f"{us / 1e6:.0f} s since the epoch"
+
+
+# The store reader moved to reading.py; imports of its names from here keep working (PEP 562).
+_MOVED_TO_READING = frozenset({"Cursor", "Listing", "RunOutcome", "evaluate_store", "feed", "list_new_files",
+                               "store_problems", "FUTURE_TOLERANCE_US", "MAX_FILE_BYTES", "MAX_ORIGIN_LEAD_US",
+                               "PREFETCH_BUDGET_BYTES"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED_TO_READING:
+        from . import reading
+
+        return getattr(reading, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -9,6 +9,7 @@ write. A crash before the commit loses nothing: the next run starts again from t
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import math
@@ -18,10 +19,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from . import cloudwatch
+from . import cloudwatch, dispatch
 from .contract_shared import DEFAULT_NAMESPACE, JOB_FAMILY_ENV, EvaluatorEnvironment, JobFamily, job_tags
 from .engine import PROFILER_REPORT, Evaluator, RuleConfig, RuleResult
 from .html_report import render
+from .lease import LEASE_SUFFIX, Lease
 from .metric_rules import MetricEvaluation, is_metric_rule
 from .metric_rules import render_html as render_metric_html
 from .metric_rules import source_label as metric_source_label
@@ -29,8 +31,9 @@ from .publish import continuation_event, emf_lines, emit_emf, put_events, status
 from .reading import Cursor, feed, list_new_files
 from .report import HTML_NAME, SUMMARY_NAME, report_files, summary
 from .rules import MaxInitializationTime, epoch_seconds
-from .state import STATE_FILE, ConcurrentUpdateError, DamagedStateError, S3StateStore
+from .state import ConcurrentUpdateError, DamagedStateError, S3StateStore, state_key
 from .storage import S3Store, job_profiler_store, split_s3_uri
+from .tensor_evaluation import TensorEvaluation, is_tensor_rule
 
 LOG = logging.getLogger(__name__)
 LOG.setLevel(logging.INFO)
@@ -58,6 +61,17 @@ class Settings:
     #: Where the jobs' profiler files are (``<uri>/<job>/profiler-output/``) when a job has no ProfilerConfig: the
     #: sampler's location, set by the construct. Empty: only a job's own ProfilerConfig counts.
     profiler_s3_uri: str = ""
+    #: The queue of job messages (dispatch.py); empty: the invocation evaluates every job itself, one after another.
+    queue_url: str = ""
+
+    @property
+    def evaluator_id(self) -> str:
+        """Names this evaluator's state: a fingerprint of what it evaluates and where it publishes, so two
+        evaluators over the same jobs (other rules, another bus) never share a state, and a redeployment with other
+        rules starts its jobs afresh rather than continuing the old rules."""
+        identity = json.dumps([self.family.to_json(), [r.to_dict() for r in self.rules], self.source, self.event_bus,
+                               self.namespace, self.profiler_s3_uri], sort_keys=True)
+        return hashlib.sha256(identity.encode()).hexdigest()[:16]
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
@@ -73,7 +87,7 @@ class Settings:
         return cls(family, rules, source, env.get(names.EVENT_BUS_NAME, "default"),
                    env.get(names.METRIC_NAMESPACE, DEFAULT_NAMESPACE),
                    float(env.get(names.SAFETY_MARGIN_SECONDS, "30")), int(env.get(names.READ_WORKERS, "4")),
-                   env.get(names.PROFILER_S3_URI, ""))
+                   env.get(names.PROFILER_S3_URI, ""), env.get(names.JOB_QUEUE_URL, ""))
 
 
 class Clients:
@@ -89,7 +103,7 @@ class Clients:
             import boto3
 
             service = {"sagemaker": "sagemaker", "s3": "s3", "events": "events", "cloudwatch": "cloudwatch",
-                       "ec2": "ec2"}[name]
+                       "ec2": "ec2", "sqs": "sqs"}[name]
             self._clients[name] = boto3.client(service)
         return self._clients[name]
 
@@ -138,6 +152,14 @@ def profiler_store(description: dict[str, Any], s3: Any, default_uri: str = "") 
     return job_profiler_store(uri, description["TrainingJobName"], s3)
 
 
+def tensor_store(description: dict[str, Any], s3: Any, default_uri: str = "") -> S3Store | None:
+    """``<uri>/<job>/tensor-output/``, next to the profiler files (the same location rules as profiler_store)."""
+    store = profiler_store(description, s3, default_uri)
+    if store is None:
+        return None
+    return S3Store(store.bucket, store.prefix.rstrip("/").rsplit("/", 1)[0] + "/tensor-output", s3)
+
+
 def choose_source(settings: Settings, description: dict[str, Any], store: S3Store | None, now: float) -> str | None:
     """PROFILER when the job writes profiler output, else CLOUDWATCH; None while AUTO still waits for the first file."""
     if settings.source == "PROFILER":
@@ -176,6 +198,7 @@ class JobRun:
     snapshot: dict[str, Any] = field(default_factory=dict)  # the evaluator's state to commit
     reports: list[tuple[str, bytes, str]] | None = None  # rendered when due: written after the commit
     metrics: MetricEvaluation | None = None  # the rules on the job's algorithm metrics (metric_rules.py)
+    tensors: TensorEvaluation | None = None  # the tensor rules on the collector's files (tensor_evaluation.py)
 
 
 def run_profiler(run: JobRun, store: S3Store, terminal: bool, deadline: float, settings: Settings) -> None:
@@ -185,11 +208,11 @@ def run_profiler(run: JobRun, store: S3Store, terminal: bool, deadline: float, s
     listing = list_new_files(store, sys_cursor, fw_cursor)
     ended = terminal or listing.ended
     outcome = feed(run.evaluator, store, listing, final=ended, deadline=deadline, read_workers=settings.read_workers)
-    sys_cursor.advance(outcome.system_consumed)
-    fw_cursor.advance(outcome.framework_consumed)
+    sys_cursor.advance(outcome.system_consumed, versions=outcome.versions)
+    fw_cursor.advance(outcome.framework_consumed, versions=outcome.versions)
     # files named in the future are reported once and never read; they must not move the cursors' time
-    sys_cursor.seen.update(k for k in outcome.ignored if k.startswith("system/"))
-    fw_cursor.seen.update(k for k in outcome.ignored if not k.startswith("system/"))
+    sys_cursor.seen.update((k, None) for k in outcome.ignored if k.startswith("system/"))
+    fw_cursor.seen.update((k, None) for k in outcome.ignored if not k.startswith("system/"))
     state["system_cursor"] = sys_cursor.to_state()
     state["framework_cursor"] = fw_cursor.to_state()
     run.windows = outcome.windows
@@ -309,9 +332,9 @@ class StoredState:
             return None
 
 
-def open_state(job: str, clients: Clients, bucket: str, base: str) -> StoredState:
+def open_state(job: str, clients: Clients, bucket: str, key: str) -> StoredState:
     """Load the job's state object; an unreadable one (not gzip, not JSON) is set aside."""
-    stored = StoredState(S3StateStore(clients.s3, bucket, f"{base}/{STATE_FILE}"), None, None)
+    stored = StoredState(S3StateStore(clients.s3, bucket, key), None, None)
     try:
         stored.state, stored.etag = stored.store.load()
     except DamagedStateError as damaged:
@@ -332,6 +355,8 @@ def restore(state: dict[str, Any], location: str, etag: str | None) -> Evaluator
         int(state.get("cloudwatch_through", 0))
         if state.get("metrics") is not None:
             MetricEvaluation.from_state(state["metrics"])
+        if state.get("tensors") is not None:
+            TensorEvaluation.from_state(state["tensors"])
         return Evaluator.from_state(state["evaluator"])
     except Exception as exc:  # any way of not being our state is damage, reported with the key
         raise DamagedStateError(location, f"{type(exc).__name__}: {exc}", etag) from exc
@@ -372,8 +397,16 @@ def family_refusal(job: str, description: dict[str, Any], settings: Settings, cl
     return family.refusal(job, tags)
 
 
+#: How many times a run of an ended job starts again from the state another run committed before it.
+FINAL_ATTEMPTS = 5
+MAX_RUN_S = 900.0  # Lambda's longest invocation: no lease outlives it (plus the commit margin)
+
+
 def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float, now: float | None = None
                  ) -> dict[str, Any]:
+    """Evaluate one job under its lease. The run of an ended job always ends in its final evaluation: it waits for
+    a run that holds the lease, starts again from the state of a run that committed first, and asks for a
+    continuation when it runs out of time (so a final evaluation is never lost to a scheduled run in flight)."""
     now = time.time() if now is None else now
     try:
         description = clients.sagemaker.describe_training_job(TrainingJobName=job)
@@ -390,7 +423,35 @@ def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float
         return {"job": job, "result": "not in the family", "reason": refusal}
     bucket, prefix = split_s3_uri(description["OutputDataConfig"]["S3OutputPath"])
     base = f"{prefix.strip('/')}/{job}/rule-output".lstrip("/")
-    stored = open_state(job, clients, bucket, base)
+    key = state_key(base, settings.evaluator_id)
+    terminal = description.get("TrainingJobStatus") in TERMINAL
+    lease = Lease(clients.s3, bucket, key + LEASE_SUFFIX)
+    give_up_at = time.time() + min(max(deadline - time.monotonic(), 0.0), MAX_RUN_S)
+    until = give_up_at + settings.safety_margin_s
+    if not lease.acquire(until):
+        if not terminal:
+            return {"job": job, "result": "busy", "reason": "another run of this job holds its lease"}
+        if not lease.wait(until, give_up_at):
+            put_events(clients.events, [continuation_event(job, settings.event_bus)])
+            return {"job": job, "result": "deferred", "reason": "another run of this job held its lease"}
+    try:
+        for _attempt in range(FINAL_ATTEMPTS if terminal else 1):
+            outcome = evaluate_held(job, description, settings, clients, (bucket, base, key), deadline, now)
+            if outcome["result"] != "conflict" or not terminal:
+                return outcome
+            LOG.warning("%s: the job ended and another run committed first; evaluating again from its state", job)
+            now = time.time()
+        put_events(clients.events, [continuation_event(job, settings.event_bus)])
+        return outcome
+    finally:
+        lease.release()
+
+
+def evaluate_held(job: str, description: dict[str, Any], settings: Settings, clients: Clients,
+                  where: tuple[str, str, str], deadline: float, now: float) -> dict[str, Any]:
+    """One evaluation of a job whose lease this run holds: read its state, evaluate what is new, commit, deliver."""
+    bucket, base, key = where
+    stored = open_state(job, clients, bucket, key)
     state = stored.state
     pending = bool(state and (state.get("outbox") or state.get("reports_due")))
     if state and state.get("final") and not pending:
@@ -404,7 +465,8 @@ def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float
             return {"job": job, "result": "waiting for profiler output"}
         try:
             advance(run, ctx, settings, clients)
-            new_metrics = run.metrics is not None and run.metrics.read_new
+            new_metrics = (run.metrics is not None and run.metrics.read_new) or (
+                run.tensors is not None and run.tensors.read_new)
             if run.windows or new_metrics or run.final or not run.restored or run.state.get("reports_due"):
                 source_label = (ctx.store.describe() if run.state["source"] == "PROFILER" and ctx.store is not None
                                 else cloudwatch.source_label(job))
@@ -427,10 +489,13 @@ def start_run(ctx: JobContext, stored: StoredState, settings: Settings) -> JobRu
         run.final = bool(stored.state.get("final"))  # then only the last committed run's side effects are left
         if stored.state.get("metrics") is not None:
             run.metrics = MetricEvaluation.from_state(stored.state["metrics"])
+        if stored.state.get("tensors") is not None:
+            run.tensors = TensorEvaluation.from_state(stored.state["tensors"])
         return run
     configs = configs_for(ctx.description, settings)
     metric_configs = [c for c in configs if is_metric_rule(c)]
-    profiler_configs = [c for c in configs if not is_metric_rule(c)]
+    tensor_configs = [c for c in configs if is_tensor_rule(c)]
+    profiler_configs = [c for c in configs if not is_metric_rule(c) and not is_tensor_rule(c)]
     # Metric rules alone need no profiler output: nothing to wait for.
     source = choose_source(settings, ctx.description, ctx.store, ctx.now) if profiler_configs else "CLOUDWATCH"
     if source is None:
@@ -440,6 +505,7 @@ def start_run(ctx: JobContext, stored: StoredState, settings: Settings) -> JobRu
         evaluator.stats.note(stored.problem)
     run = JobRun(ctx.job, evaluator, {"version": 1, "job": ctx.job, "source": source, "published": {}})
     run.metrics = MetricEvaluation(metric_configs) if metric_configs else None
+    run.tensors = TensorEvaluation(tensor_configs) if tensor_configs else None
     return run
 
 
@@ -460,10 +526,26 @@ def advance(run: JobRun, ctx: JobContext, settings: Settings, clients: Clients) 
             ended = run.metrics.update(ctx.description, clients.cloudwatch, terminal=ctx.terminal, now=ctx.now)
             run.final = run.final and ended
             run.state["metrics"] = run.metrics.to_state()
+        if run.tensors is not None:
+            advance_tensors(run, ctx, settings, clients)
     run.results = run.evaluator.results(final=run.final)
     if run.metrics is not None:
         run.results += run.metrics.results(final=run.final)
+    if run.tensors is not None:
+        run.results += run.tensors.results(final=run.final)
     run.snapshot = run.evaluator.to_state()
+
+
+def advance_tensors(run: JobRun, ctx: JobContext, settings: Settings, clients: Clients) -> None:
+    """Read the collector's new step files; every step is judged once the job ended."""
+    store = tensor_store(ctx.description, clients.s3, settings.profiler_s3_uri)
+    if store is None:
+        raise ConfigurationError(f"{ctx.job}: the job has tensor rules but neither its ProfilerConfig.S3OutputPath nor "
+                                 "the evaluator's PROFILER_S3_URI says where its tensor-output/ files are")
+    if run.tensors is None:
+        return
+    run.tensors.update(store, final=ctx.terminal)
+    run.state["tensors"] = run.tensors.to_state()
 
 
 def status_time(run: JobRun, description: dict[str, Any]) -> float:
@@ -534,6 +616,12 @@ def handler(event: Any, context: Any, *, clients: Clients | None = None,
     clients = clients or Clients()
     remaining = context.get_remaining_time_in_millis() / 1000 if context is not None else 900.0
     deadline = time.monotonic() + max(remaining - settings.safety_margin_s, 1.0)
+    records = dispatch.sqs_records(event)
+    if records is not None:  # one job per message: its own invocation
+        return dispatch.evaluate_records(records, lambda job: evaluate_job(job, settings, clients, deadline))
+    if settings.queue_url:  # list the jobs, queue one message each
+        jobs = jobs_for_event(event, settings, clients)
+        return {"jobs": dispatch.enqueue(clients.sqs, settings.queue_url, jobs, event, time.time())}
     outcomes = []
     failed = []
     for job in jobs_for_event(event, settings, clients):

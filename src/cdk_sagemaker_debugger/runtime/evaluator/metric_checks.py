@@ -160,3 +160,39 @@ def stalled(series: Series, *, metric: str, threshold: float, training_since: fl
         outcome.explanation = (f"no {metric} datapoint from {first['from']} to {first['to']} ({first['seconds']:.0f} s, "
                                f"threshold {threshold:g} s)")
     return outcome
+
+
+def overtraining(train: Series, validation: Series, *, train_metric: str, validation_metric: str,
+                 patience_train: int, patience_validation: int, delta: float) -> Outcome:
+    """Fires at a validation datapoint when the validation metric made no new optimum (a value below its best by more
+    than ``delta``) for ``patience_validation`` datapoints while the training metric made one within its last
+    ``patience_train`` datapoints: the model still fits the training data, but no longer generalizes better."""
+    outcome = Outcome(len(validation))
+    train_best, train_since, position = math.inf, 0, 0
+    best, since = math.inf, 0
+    for step, (stamp, value) in enumerate(validation):
+        while position < len(train) and train[position][0] <= stamp:
+            if train[position][1] < train_best - delta:
+                train_best, train_since = train[position][1], 0
+            else:
+                train_since += 1
+            position += 1
+        if value < best - delta:
+            best, since = value, 0
+            continue
+        since += 1
+        if position and since >= patience_validation and train_since < patience_train:
+            outcome.add(step, {"step": step, "time": iso(stamp), "validation": value, "best_validation": best,
+                               "validation_without_optimum": since, "training_without_optimum": train_since})
+    outcome.details = {"train_metric": train_metric, "validation_metric": validation_metric,
+                       "best_validation": None if best == math.inf else best,
+                       "violations": outcome.violations[:MAX_LISTED]}
+    if not validation or not train:
+        outcome.not_applicable = f"no datapoints of both {train_metric} and {validation_metric}"
+    if outcome.violations:
+        first = outcome.violations[0]
+        outcome.explanation = (
+            f"{validation_metric} made no new optimum (by more than delta {delta:g}) for {first['validation_without_optimum']} "
+            f"datapoints (patience_validation {patience_validation}) at step {first['step']} ({first['time']}) while "
+            f"{train_metric} still improved within its last {patience_train} datapoints")
+    return outcome

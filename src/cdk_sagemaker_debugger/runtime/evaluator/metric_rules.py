@@ -27,7 +27,7 @@ from .engine import (
     condition_met_details,
 )
 from .html_report import CSS, _esc, _summary_table, line_chart
-from .metric_checks import Outcome, Series, iso, loss_not_decreasing, overfit, stalled
+from .metric_checks import Outcome, Series, iso, loss_not_decreasing, overfit, overtraining, stalled
 from .rules import RuleConfigError, coerce_parameter, epoch_seconds
 
 NAMESPACE = "/aws/sagemaker/TrainingJobs"
@@ -42,14 +42,17 @@ RULES: dict[str, tuple[tuple[str, ...], dict[str, float]]] = {
     "LossNotDecreasing": (("metric",), {"num_steps": 10, "diff_percent": 0.1, "increase_threshold_percent": 5}),
     "Overfit": (("train_metric", "validation_metric"), {"start_step": 0, "patience": 1, "ratio_threshold": 0.1}),
     "StalledTraining": (("metric",), {"threshold": 1800}),
+    "Overtraining": (("train_metric", "validation_metric"), {"patience_train": 5, "patience_validation": 10,
+                                                             "delta": 0.01}),
 }
-_WHOLE = {"num_steps", "start_step", "patience", "threshold"}
-_MINIMUM = {"num_steps": 1, "patience": 1, "threshold": 1}  # the model validates the same (positive integers)
+_WHOLE = {"num_steps", "start_step", "patience", "threshold", "patience_train", "patience_validation"}
+_MINIMUM = {"num_steps": 1, "patience": 1, "threshold": 1, "patience_train": 1, "patience_validation": 1}  # the model validates the same (positive integers)
 _SUMMARIES = {
     "LossNotDecreasing": "The metric must keep decreasing: by diff_percent every num_steps datapoints, and never more "
                          "than increase_threshold_percent above its lowest value.",
     "Overfit": "The validation metric must stay within ratio_threshold of the training metric.",
     "StalledTraining": "The metric must get a new datapoint at least every threshold seconds while the job trains.",
+    "Overtraining": "The validation metric must keep reaching new optima (by delta) while the training metric does.",
 }
 
 
@@ -181,6 +184,9 @@ class MetricEvaluation:
         elif invoke == "Overfit":
             outcome = overfit(self.series.get(m["train_metric"], []), self.series.get(m["validation_metric"], []),
                               **m, **n)
+        elif invoke == "Overtraining":
+            outcome = overtraining(self.series.get(m["train_metric"], []),
+                                   self.series.get(m["validation_metric"], []), **m, **n)
         else:
             outcome = stalled(self.series.get(m["metric"], []), metric=m["metric"], threshold=n["threshold"],
                               training_since=self.training_since, reference=self.reference)

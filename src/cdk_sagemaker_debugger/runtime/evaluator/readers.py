@@ -9,14 +9,15 @@ from __future__ import annotations
 import json
 import math
 import re
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-SYSTEM_KEY = re.compile(r"(?:^|/)system/.+/(\d{10})\.(algo-\d+)\.json$")
+SYSTEM_KEY = re.compile(r"(?:^|/)system/.+/(\d{10})\.(algo-\d+)\.json(?:\.gz)?$")
 FRAMEWORK_KEY = re.compile(
     r"(?:^|/)framework/pevents/(?:.+/)?(\d+)_([^/]+)_(pythontimeline|model_timeline|horovod_timeline|smdataparallel_timeline)"
-    r"\.json$"
+    r"\.json(?:\.gz)?$"
 )
 END_MARKERS = ("system/training_job_end.ts", "framework/training_job_end.ts")
 
@@ -28,6 +29,30 @@ FRAMEWORK_KINDS = {
     "smdataparallel_timeline": (4, "SMDataParallelMetrics"),
 }
 _ALGO_NODE = re.compile(r"^(.+)-(algo-\d+)$")
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def inflate(data: bytes, limit: int) -> bytes:
+    """A gzip-compressed profiler file (a ``.json.gz`` key, or ``Content-Encoding: gzip``, which S3 returns as
+    stored) as its JSON bytes; other bytes unchanged. Raises ValueError past ``limit`` bytes (a decompression bomb)
+    or when the stream is damaged."""
+    if not data.startswith(GZIP_MAGIC):
+        return data
+    out, rest = bytearray(), data
+    try:
+        while rest.startswith(GZIP_MAGIC):  # concatenated members are one file, as gzip itself reads them
+            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            out += inflater.decompress(rest, limit + 1 - len(out))
+            if len(out) > limit:
+                raise ValueError(f"more than {limit >> 20} MB once decompressed")
+            if not inflater.eof:
+                raise ValueError("the gzip stream is truncated")
+            rest = inflater.unused_data
+    except zlib.error as exc:
+        raise ValueError(f"not a valid gzip stream ({exc})") from exc
+    return bytes(out)
 
 
 @dataclass(frozen=True, order=True)

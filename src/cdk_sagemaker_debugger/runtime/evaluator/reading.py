@@ -3,6 +3,7 @@ feeding the window loop (engine.py) in time order; :func:`evaluate_store` evalua
 
 from __future__ import annotations
 
+import hashlib
 import math
 import time
 from collections import deque
@@ -23,39 +24,60 @@ from .readers import (
     FrameworkFile,
     ParseStats,
     SystemFile,
+    inflate,
     iter_system_records,
     parse_framework_key,
     parse_system_key,
     parse_trace,
 )
-from .storage import EvaluationInputError, Store
+from .storage import EvaluationInputError, Store, StoredObject
+
+#: What a cursor remembers of a key it consumed: [size listed, ETag, sha256 and length of the JSON bytes evaluated],
+#: or None (never re-read).
+Version = list[Any] | None
 
 
 @dataclass
 class Cursor:
-    """Which keys under one prefix were consumed: everything up to ``start_after`` plus the ``seen`` keys after it.
+    """Which keys under one prefix were consumed: everything up to ``start_after`` plus the ``seen`` keys after it,
+    each with the version that was read (size, ETag, digest), so a key uploaded again (a minute that was flushed early
+    and then completed) is read again for what was added.
 
     Listing restarts a few minutes behind the newest key, so files that arrive late for another node are still found.
     """
 
     start_after: str | None = None
-    seen: set[str] = field(default_factory=set)
+    seen: dict[str, Version] = field(default_factory=dict)
 
     def to_state(self) -> dict[str, Any]:
-        return {"start_after": self.start_after, "seen": sorted(self.seen)}
+        return {"start_after": self.start_after, "seen": dict(sorted(self.seen.items()))}
 
     @classmethod
     def from_state(cls, state: dict[str, Any] | None) -> Cursor:
         if not state:
             return cls()
-        start_after, seen = state.get("start_after"), state.get("seen", [])
-        if not (start_after is None or isinstance(start_after, str)) or not all(isinstance(k, str) for k in seen):
-            raise TypeError(f"a cursor holds keys (strings), not {start_after!r} and {seen!r:.80}")
-        return cls(start_after, set(seen))
+        start_after, seen = state.get("start_after"), state.get("seen", {})
+        if isinstance(seen, list):
+            seen = dict.fromkeys(seen)
+        if (not (start_after is None or isinstance(start_after, str)) or not isinstance(seen, dict)
+                or not all(isinstance(k, str) and (v is None or isinstance(v, list)) for k, v in seen.items())):
+            raise TypeError(f"a cursor holds keys (strings) and versions, not {start_after!r} and {seen!r:.80}")
+        return cls(start_after, dict(seen))
 
-    def advance(self, consumed: list[tuple[int, str]], trailing_us: int = 300_000_000) -> None:
-        """``consumed``: (timestamp, key) pairs read in this run, in order."""
-        self.seen.update(key for _, key in consumed)
+    def changed(self, key: str, size: int, etag: str | None) -> bool | None:
+        """None: never consumed; False: consumed in this version (or not to be re-read); True: a new version."""
+        if key not in self.seen:
+            return None
+        known = self.seen[key]
+        if not known:
+            return False
+        return known[0] != size or (etag is not None and known[1] is not None and known[1] != etag)
+
+    def advance(self, consumed: list[tuple[int, str]], trailing_us: int = 300_000_000,
+                versions: dict[str, Version] | None = None) -> None:
+        """``consumed``: (timestamp, key) pairs read in this run, in order; ``versions``: what was read of each."""
+        versions = versions or {}
+        self.seen.update((key, versions.get(key)) for _, key in consumed)
         if not consumed:
             return
         newest = max(ts for ts, _ in consumed)
@@ -66,7 +88,7 @@ class Cursor:
             if self.start_after is None or candidate > self.start_after:
                 self.start_after = candidate
         if self.start_after is not None:
-            self.seen = {k for k in self.seen if k > self.start_after}
+            self.seen = {k: v for k, v in self.seen.items() if k > self.start_after}
 
 
 @dataclass
@@ -75,6 +97,9 @@ class Listing:
     framework: list[FrameworkFile]
     ended: bool
     sizes: dict[str, int] = field(default_factory=dict)
+    etags: dict[str, str | None] = field(default_factory=dict)
+    #: keys read before in another version: what was evaluated of them (only what was appended since is evaluated)
+    reread: dict[str, Version] = field(default_factory=dict)
     ignored: list[str] = field(default_factory=list)  # keys named with a time in the future: never read
     problems: list[str] = field(default_factory=list)  # what the store could not list (unreadable folders)
 
@@ -95,17 +120,29 @@ def list_new_files(store: Store, system_cursor: Cursor, framework_cursor: Cursor
     listing = Listing([], [], False)
     for obj in store.list("system/", system_cursor.start_after):
         parsed = parse_system_key(obj.key)
-        if parsed and obj.key not in system_cursor.seen:
-            _admit(listing, listing.system, parsed, obj.size, limit)
+        if parsed:
+            _admit_version(listing, listing.system, parsed, obj, system_cursor, limit)
     for obj in store.list("framework/pevents/", framework_cursor.start_after):
         parsed_fw = parse_framework_key(obj.key)
-        if parsed_fw and obj.key not in framework_cursor.seen:
-            _admit(listing, listing.framework, parsed_fw, obj.size, limit)
+        if parsed_fw:
+            _admit_version(listing, listing.framework, parsed_fw, obj, framework_cursor, limit)
     listing.system.sort()
     listing.framework.sort()
     listing.ended = any(store.exists(marker) for marker in END_MARKERS)
     listing.problems += store_problems(store)
     return listing
+
+
+def _admit_version(listing: Listing, files: list[Any], parsed: SystemFile | FrameworkFile, obj: StoredObject,
+                   cursor: Cursor, limit: float) -> None:
+    """List a key never consumed, or consumed in another version (then remembered in ``listing.reread``)."""
+    changed = cursor.changed(obj.key, obj.size, obj.etag)
+    if changed is False:
+        return
+    if changed:
+        listing.reread[obj.key] = cursor.seen[obj.key]
+    listing.etags[obj.key] = obj.etag
+    _admit(listing, files, parsed, obj.size, limit)
 
 
 def _admit(listing: Listing, files: list[Any], parsed: SystemFile | FrameworkFile, size: int, limit: float) -> None:
@@ -174,6 +211,7 @@ class RunOutcome:
     system_consumed: list[tuple[int, str]]
     framework_consumed: list[tuple[int, str]]
     ignored: list[str] = field(default_factory=list)
+    versions: dict[str, Version] = field(default_factory=dict)  # what was read of each consumed key
 
 
 #: ``progress(files done, files listed, counters so far)``: the counters give bytes and records read for a progress bar.
@@ -222,6 +260,23 @@ def _read_into(evaluator: Evaluator, item: SystemFile | FrameworkFile, key: str,
         evaluator.add_framework_events(item, parse_trace(data, item, stats))
 
 
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
+def _appended_part(evaluator: Evaluator, item: SystemFile | FrameworkFile, key: str, data: bytes,
+                   known: Version) -> bytes | None:
+    """What to evaluate of a key read before in another version: a system file that grew by appending (a minute the
+    sampler flushed early, then completed) gives the bytes after those evaluated; any other change is reported and
+    not evaluated again (its records would count twice)."""
+    size, digest = (known[-1], known[2]) if known and len(known) > 2 else (None, None)  # the JSON bytes evaluated
+    if isinstance(item, SystemFile) and size is not None and len(data) > size and _digest(data[:size]) == digest:
+        return data[size:]
+    evaluator.stats.note(f"{key}: uploaded again after it was evaluated ({size or 0:,} bytes, now {len(data):,}) and "
+                         "not by appending to what was evaluated; the new version is not evaluated again")
+    return None
+
+
 def _framework_origin(evaluator: Evaluator, first: SystemFile, framework: list[FrameworkFile]) -> int | None:
     """The first framework file's time, which moves T0 when it is earlier than the first system file, unless it is
     named implausibly long before it (then it is reported and T0 stays the first system file)."""
@@ -261,7 +316,18 @@ def feed(evaluator: Evaluator, store: Store, listing: Listing, *, final: bool, d
     keys = [item[2].key for item in order]
     for done, (key, data) in enumerate(_prefetch(store, keys, read_workers, listing.sizes)):
         item = order[done][2]
-        _read_into(evaluator, item, key, data)
+        if not isinstance(data, Exception):
+            listed_size = len(data)
+            try:
+                data = inflate(data, MAX_FILE_BYTES)
+            except ValueError as exc:
+                data = ValueError(f"{exc}; the file is not evaluated")
+        if not isinstance(data, Exception):
+            outcome.versions[key] = [listed_size, listing.etags.get(key), _digest(data), len(data)]
+            if key in listing.reread:
+                data = _appended_part(evaluator, item, key, data, listing.reread[key])
+        if data is not None:
+            _read_into(evaluator, item, key, data)
         del data
         if isinstance(item, SystemFile):
             horizons.sys_pos += 1

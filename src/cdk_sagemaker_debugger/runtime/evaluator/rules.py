@@ -134,6 +134,9 @@ class ProfilerRule:
     def evaluate(self, ctx: WindowContext) -> bool:
         raise NotImplementedError
 
+    def settle(self) -> None:
+        """Bring report details that are costly per window, and only ever read with the results, up to date."""
+
     def not_applicable(self, facts: Facts) -> str | None:
         """Why this rule cannot judge the job (missing data), or None."""
         return None
@@ -968,6 +971,12 @@ class OverallSystemUsage(ProfilerRule):
                         self.first_node_timestamps = counted.n
                 if counted.n > MAX_DATAPOINTS or len(counted.counts) > MAX_DATAPOINTS:
                     counted.clear()
+        self.report["Datapoints"] = self.first_node_timestamps
+        return False
+
+    def settle(self) -> None:
+        """The percentiles of the whole history, computed when the results are read rather than after every window
+        (each computation sorts every history: per window, that made a long job's cost grow with its age)."""
         details: dict[str, Any] = {}
         for metric in USAGE_METRICS:
             if metric in ("GPU", "GPU memory"):
@@ -987,8 +996,6 @@ class OverallSystemUsage(ProfilerRule):
                 per_node[node] = stats
             details[metric] = per_node
         self.report["Details"] = details
-        self.report["Datapoints"] = self.first_node_timestamps
-        return False
 
     def not_applicable(self, facts: Facts) -> str | None:
         return None if facts.system_records else "the job produced no system metrics"

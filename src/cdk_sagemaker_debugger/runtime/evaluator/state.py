@@ -13,16 +13,46 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
-STATE_FILE = "evaluator-state.json.gz"
+#: Each evaluator keeps its own state per job: ``rule-output/evaluator-state/<evaluator id>.json.gz`` (two evaluators
+#: over the same jobs, with other rules or another bus, never read each other's state).
+STATE_FOLDER = "evaluator-state"
+STATE_SUFFIX = ".json.gz"
+#: Written on the state and lease objects: the RuleEvaluator's lifecycle rule expires their superseded versions.
+STATE_TAGGING = "cdk-sagemaker-debugger=evaluator-state"
+MISSING_CODES = ("NoSuchKey", "404", "NotFound")
+CONFLICT_CODES = ("PreconditionFailed", "ConditionalRequestConflict", "412", "409")
+
+
+def state_key(base: str, evaluator_id: str) -> str:
+    """The state object of one evaluator for the job whose ``rule-output`` folder is ``base``."""
+    return f"{base}/{STATE_FOLDER}/{evaluator_id}{STATE_SUFFIX}"
 
 
 class ConcurrentUpdateError(Exception):
     """Another run committed first; this run's work is discarded and redone from that run's state."""
 
 
-def _error_code(exc: Exception) -> str:
+def error_code(exc: Exception) -> str:
     response = getattr(exc, "response", None) or {}
     return str(response.get("Error", {}).get("Code", ""))
+
+
+def is_missing(s3: Any, bucket: str, key: str, exc: Exception) -> bool:
+    """Whether a failed GetObject means the object does not exist. Without s3:ListBucket covering the request S3
+    answers 403 rather than 404, so a 403 is confirmed with a listing of exactly that key (see S3StateStore.load)."""
+    code = error_code(exc)
+    if code in MISSING_CODES:
+        return True
+    if code not in ("AccessDenied", "403", "Forbidden"):
+        return False
+    try:
+        page = s3.list_objects_v2(Bucket=bucket, Prefix=key, MaxKeys=1)
+    except Exception as listing:
+        raise PermissionError(
+            f"s3://{bucket}/{key}: GetObject was denied and so was ListObjectsV2 on that key ({listing}); the "
+            "evaluator needs s3:GetObject and s3:PutObject on the key, and s3:ListBucket with that s3:prefix"
+        ) from listing
+    return not any(item.get("Key") == key for item in page.get("Contents", []))
 
 
 class DamagedStateError(Exception):
@@ -57,10 +87,7 @@ class S3StateStore:
         try:
             obj = self.s3.get_object(Bucket=self.bucket, Key=self.key)
         except Exception as exc:
-            code = _error_code(exc)
-            if code in ("NoSuchKey", "404", "NotFound"):
-                return None, None
-            if code in ("AccessDenied", "403", "Forbidden") and not self._listed():
+            if is_missing(self.s3, self.bucket, self.key, exc):
                 return None, None
             raise
         etag = obj.get("ETag")
@@ -71,16 +98,6 @@ class S3StateStore:
         if not isinstance(state, dict):
             raise DamagedStateError(self.location, f"a JSON {type(state).__name__}, not an object", etag)
         return state, etag
-
-    def _listed(self) -> bool:
-        """Whether the state key exists, by a listing of exactly that key (the 403-vs-404 check)."""
-        try:
-            page = self.s3.list_objects_v2(Bucket=self.bucket, Prefix=self.key, MaxKeys=1)
-        except Exception as exc:
-            raise PermissionError(
-                f"{self.location}: GetObject was denied and so was ListObjectsV2 on that key ({exc}); the evaluator "
-                "needs s3:GetObject and s3:PutObject on the key, and s3:ListBucket with that s3:prefix") from exc
-        return any(item.get("Key") == self.key for item in page.get("Contents", []))
 
     def quarantine(self, damaged: DamagedStateError) -> str | None:
         """Copy a damaged state object aside (``<key>.damaged-<its ETag>``: copying it again is harmless) and return
@@ -98,10 +115,10 @@ class S3StateStore:
         body = gzip.compress(json.dumps(state, separators=(",", ":")).encode(), compresslevel=5)
         condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
         try:
-            response = self.s3.put_object(Bucket=self.bucket, Key=self.key, Body=body,
+            response = self.s3.put_object(Bucket=self.bucket, Key=self.key, Body=body, Tagging=STATE_TAGGING,
                                           ContentType="application/json", ContentEncoding="gzip", **condition)
         except Exception as exc:
-            if _error_code(exc) in ("PreconditionFailed", "ConditionalRequestConflict", "412", "409"):
+            if error_code(exc) in CONFLICT_CODES:
                 raise ConcurrentUpdateError(f"s3://{self.bucket}/{self.key} changed during this run") from exc
             raise
         return str(response["ETag"])

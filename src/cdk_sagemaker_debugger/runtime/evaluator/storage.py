@@ -23,6 +23,8 @@ class EvaluationInputError(Exception):
 class StoredObject:
     key: str
     size: int
+    #: S3's ETag (None on disk): with the size, tells a new version of a key from the one already read
+    etag: str | None = None
 
 
 class Store(Protocol):
@@ -105,7 +107,7 @@ class S3Store:
         while True:
             page = self.client.list_objects_v2(**kwargs)
             for item in page.get("Contents", []):
-                yield StoredObject(item["Key"][len(self.prefix) :], int(item.get("Size", 0)))
+                yield StoredObject(item["Key"][len(self.prefix) :], int(item.get("Size", 0)), item.get("ETag"))
             if not page.get("IsTruncated"):
                 return
             kwargs["ContinuationToken"] = page["NextContinuationToken"]

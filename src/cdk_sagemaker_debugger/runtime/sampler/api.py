@@ -17,6 +17,7 @@ from . import contract, launcher
 from .settings import LOCAL_DIR, ROLE, Settings, SettingsError, from_environment, is_disabled
 from .timeline import MODES, TimelineWriter, phase_name
 
+PHASES = {mode: phase_name(mode) for mode in MODES}
 RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
 _state: dict = {"settings": None, "writer": None, "checked": False, "counters": {}, "logged": set()}
 _lock = threading.Lock()
@@ -72,32 +73,34 @@ def _new_writer(settings: Settings) -> TimelineWriter:
     from .layout import framework_token
 
     writer = TimelineWriter(settings.local_dir, framework_token(settings.node, rank()),
-                            lambda message: log_once("timeline", message))
+                            lambda message: log_once("timeline", message),
+                            min_free_bytes=int(settings.min_free_mb * 1024 * 1024))
     atexit.register(writer.close)
     launcher.before_stop.append(writer.close)
     return writer
 
 
 def record_step(mode: str, step_num: object, start_s: float, end_s: float) -> None:
-    writer = _writer()
+    """Queue one step event for this process's timeline writer (its thread formats and writes it)."""
+    writer = _state["writer"] if _state["checked"] else _writer()
     if writer is None:
         return
-    if mode not in MODES:
+    phase = PHASES.get(mode)
+    if phase is None:
         log_once(f"mode-{mode}", f"step(mode={mode!r}) is not one of {', '.join(MODES)}; that step is not recorded")
         return
     if step_num is None:
         counters = _state["counters"]
         step_num = counters.get(mode, 0)
         counters[mode] = step_num + 1
-    name = phase_name(mode)
-    writer.add(name, name, start_s, end_s, {"pid": os.getpid(), "step_num": str(step_num)})
+    writer.add(phase, phase, start_s, end_s, {"pid": writer.pid, "step_num": str(step_num)})
 
 
 class step:
     """``with sampler.step():`` records one ``Step:ModeKeys.<mode>`` event with ``args.step_num``.
 
-    ``step_num`` defaults to a counter per mode; ``mode`` is TRAIN, EVAL, PREDICT or GLOBAL. Costs a few microseconds,
-    and nothing at all when no sampler is configured.
+    ``step_num`` defaults to a counter per mode; ``mode`` is TRAIN, EVAL, PREDICT or GLOBAL. Costs a few microseconds
+    (the event is queued; a thread writes it), and almost nothing when no sampler is configured.
     """
 
     __slots__ = ("step_num", "mode", "started")
@@ -137,22 +140,23 @@ def start(**options: object) -> bool:
                 writer.close()  # events so far stay where they were written; new ones follow the new folder
                 _state["writer"] = None
             _state.update(settings=settings, checked=_state["writer"] is not None)
-        return launcher.ensure_running(settings)
+        return launcher.ensure_running(settings, log=lambda message: log_once("supervise", message))
     except Exception as exc:  # never into training
         log_once("start", f"not started: {type(exc).__name__}: {exc}")
         return False
 
 
 def stop(timeout: float = launcher.STOP_TIMEOUT_S) -> bool:
-    """Write out this process's step events and, if this process started the sampler, stop it after its last upload.
+    """Write out this process's step events and leave the training: when no other process of it runs, the sampler
+    writes out, uploads and ends now (this waits at most ``timeout`` seconds for that; True once it has ended).
 
-    Waits at most ``timeout`` seconds. Called for you at interpreter exit.
+    Optional: without it the sampler ends a few seconds after the training's last process (nothing waits at exit).
     """
     try:
         writer = _state["writer"]
         if writer is not None:
             writer.close()
-        return launcher.stop_started(timeout)
+        return launcher.leave(timeout)
     except Exception as exc:  # never into training
         log_once("stop", f"stop() failed: {type(exc).__name__}: {exc}")
         return False

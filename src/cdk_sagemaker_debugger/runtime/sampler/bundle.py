@@ -1,8 +1,9 @@
 """The sampler bundle: a folder that, zipped and put on PYTHONPATH, starts the sampler in any Python 3.8+ image.
 
     sitecustomize.py                     starts the sampler once per container, then the image's own sitecustomize
-    cdk_sagemaker_debugger/__init__.py   a docstring only (the library itself is not in the bundle)
+    cdk_sagemaker_debugger/__init__.py   no library of its own; becomes the installed library where the image has it
     cdk_sagemaker_debugger/sampler/*.py  this package, copied as is
+    cdk_sagemaker_debugger/tensors/*.py  the tensor collector (runtime/tensors), started by its own hook below
 
 Python imports it from the zip (zipimport), so nothing in the package reads files next to its own source. The
 content is deterministic (no timestamps, no caches), so the asset hash changes only when the code does.
@@ -15,7 +16,48 @@ import pathlib
 import shutil
 
 PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
-TOP_INIT = '"""The cdk-sagemaker-debugger sampler bundle: only the sampler, not the library."""\n'
+TOP_INIT = '''"""The cdk-sagemaker-debugger sampler bundle: only the sampler, not the library.
+
+Where the image has the library installed, this package becomes it, plus the bundle's sampler: the installed folder
+joins ``__path__`` after the bundle's (so ``from cdk_sagemaker_debugger import rules`` and the CLI find their modules)
+and the installed ``__init__`` runs here on the first name this package lacks (``__version__``, the constructs);
+``cdk_sagemaker_debugger.sampler`` stays the bundle's, the same API. Nothing more happens at every interpreter start
+than a look for that folder on sys.path.
+"""
+
+
+def _installed_library():
+    import os
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    for entry in sys.path:
+        folder = os.path.join(os.path.abspath(entry or os.getcwd()), "cdk_sagemaker_debugger")
+        if folder != here and os.path.isfile(os.path.join(folder, "__init__.py")):
+            return folder
+    return None
+
+
+_INSTALLED = _installed_library()
+del _installed_library
+if _INSTALLED is not None:
+    __path__.append(_INSTALLED)
+
+    def __getattr__(name):
+        """Become the installed library: run its ``__init__`` here once, then look the name up again."""
+        import os
+
+        init = os.path.join(_INSTALLED, "__init__.py")
+        namespace = globals()
+        namespace.pop("__getattr__", None)
+        with open(init, "rb") as handle:
+            exec(compile(handle.read(), init, "exec"), namespace)
+        if name in namespace:
+            return namespace[name]
+        if "__getattr__" in namespace:
+            return namespace["__getattr__"](name)
+        raise AttributeError("module {!r} has no attribute {!r}".format(__name__, name))
+'''
 SITECUSTOMIZE = '''"""Starts the cdk-sagemaker-debugger sampler once per container, then runs the image's own sitecustomize.
 
 Python runs this at every interpreter start when the sampler bundle is on PYTHONPATH; it never raises.
@@ -37,6 +79,31 @@ _cdk_sagemaker_debugger_sampler()
 del _cdk_sagemaker_debugger_sampler
 '''
 
+# The tensor collector's hook: a separate function, so the sampler's start above stays as it is. One environment
+# lookup unless the job has tensor rules; then it waits for ``import torch`` (cdk_sagemaker_debugger/tensors/boot.py).
+TENSORS_HOOK = '''
+
+def _cdk_sagemaker_debugger_tensors():
+    import os
+
+    if not os.environ.get("CDK_SAGEMAKER_TENSORS"):
+        return
+    try:
+        from cdk_sagemaker_debugger.sampler import s3, settings
+        from cdk_sagemaker_debugger.tensors import boot
+
+        boot.main(settings, s3)
+    except Exception as exc:
+        import sys
+
+        sys.stderr.write("cdk-sagemaker-debugger tensors: not started: %s: %s\\n" % (type(exc).__name__, exc))
+
+
+_cdk_sagemaker_debugger_tensors()
+del _cdk_sagemaker_debugger_tensors
+'''
+TENSORS_DIR = PACKAGE_DIR.parent / "tensors"
+
 
 def source_files() -> list:
     """Every module of the sampler package (sorted, so the bundle is the same on every machine)."""
@@ -57,9 +124,13 @@ def write_bundle(dest: pathlib.Path) -> None:
         shutil.rmtree(top)
     package = top / "sampler"
     package.mkdir(parents=True)
-    (dest / "sitecustomize.py").write_bytes(SITECUSTOMIZE.encode())
+    (dest / "sitecustomize.py").write_bytes((SITECUSTOMIZE + TENSORS_HOOK).encode())
     (top / "__init__.py").write_bytes(TOP_INIT.encode())
     for source in source_files():
         (package / source.name).write_bytes(source.read_bytes())
-    for path in [dest / "sitecustomize.py", top / "__init__.py", *package.iterdir()]:
+    tensors = top / "tensors"
+    tensors.mkdir()
+    for source in sorted(p for p in TENSORS_DIR.glob("*.py") if p.is_file()):
+        (tensors / source.name).write_bytes(source.read_bytes())
+    for path in [dest / "sitecustomize.py", top / "__init__.py", *package.iterdir(), *tensors.iterdir()]:
         os.chmod(path, 0o644)

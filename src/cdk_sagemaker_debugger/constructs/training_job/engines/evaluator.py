@@ -14,6 +14,7 @@ from ....model.debug_hook import DebugHookConfig
 from ....model.debugger_request import resolve_debug_hook
 from ....model.debugger_rules import Rule
 from ....model.errors import ConfigurationError, ConfigurationTypeError
+from ....model.evaluator_tensor_rules import EvaluatorTensorRule
 from ....model.metric_rules import MetricRule, check_metric_names
 from ....model.parameters import is_token
 from ....model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
@@ -21,8 +22,10 @@ from ....model.profiler_config import ProfilerConfig
 from ....model.profiler_rules import ProfilerRule
 from ....model.rule_engine import RuleEngine
 from ....runtime.sampler import contract as sampler_contract
+from ..._tensor_rules import EvaluatorTensorRules
 from ...rule_evaluator import RuleEvaluator
 from ...sampler import DEFAULT_SAMPLER, Sampler
+from .._shared import WARNING_PREFIX
 from .base import RuleEngineBinding
 
 __all__ = ["EvaluatorBinding"]
@@ -32,6 +35,11 @@ class EvaluatorBinding(RuleEngineBinding):
     """Our own sampler and RuleEvaluator: no Debugger member in the request, so it works in every account."""
 
     engine = RuleEngine.EVALUATOR
+
+    def __init__(self, job: Any) -> None:
+        super().__init__(job)
+        #: The debugger rules this engine evaluates from the tensor collector's files (constructs/_tensor_rules.py).
+        self._tensor_rules = EvaluatorTensorRules()
 
     def profiler(self, given: Any, instance_type: str) -> Any:
         """Debugger's profiler is off and never sent: the sampler takes its place; a ProfilerConfig is refused."""
@@ -69,6 +77,13 @@ class EvaluatorBinding(RuleEngineBinding):
         return None
 
     def _check_sampler_environment(self) -> None:
+        job = self._job
+        for level, note_id, message in Sampler.notes(job._environment,
+                                                     job.request_members.algorithm.get("ContainerEntrypoint")):
+            if level == "warning":
+                cdk.Annotations.of(job).add_warning_v2(f"{WARNING_PREFIX}:{note_id}", message)
+            else:
+                cdk.Annotations.of(job).add_info(f"Sampler: {message}")
         taken = sorted(k for k in self._job._environment or {} if k in sampler_contract.environment("s3://b"))
         if taken:
             raise ConfigurationError(
@@ -87,13 +102,15 @@ class EvaluatorBinding(RuleEngineBinding):
         if not any(is_token(name) for name in names):
             check_metric_names(rule, names, where=job._where)  # type: ignore[arg-type]
 
-    # -- what needs Debugger itself ----------------------------------------------------------------------------------
+    # -- debugger rules from the tensor collector; what needs Debugger itself ------------------------------------------
     def add_initial_debugger_rules(self, rules: Sequence[Rule]) -> None:
-        self._refuse_debugger_features(rules, self._job.debug_hook_setting)
+        self._tensor_rules.check(self._job, rules, self._refuse_debugger_features)
+        self._tensor_rules.add(self._job, rules)
 
     def add_debugger_rule(self, rule: Rule) -> Rule:
-        self._refuse_debugger_features([rule], self._job.debug_hook_setting)
-        return rule  # pragma: no cover - refused above
+        self._tensor_rules.check(self._job, [rule], self._refuse_debugger_features)
+        self._tensor_rules.add(self._job, [rule])
+        return rule
 
     def _refuse_debugger_features(self, rules: Sequence[Rule], debug_hook: DebugHookConfig | bool | None) -> None:
         """Debugger (tensor) rules, the hook and TensorBoard output need SageMaker Debugger itself."""
@@ -108,7 +125,7 @@ class EvaluatorBinding(RuleEngineBinding):
                     "logs instead.", where=self._job._where, field=field)
 
     def _refuse_custom_rule(self, rule: ProfilerRule) -> None:
-        if isinstance(rule, MetricRule):
+        if isinstance(rule, (MetricRule, EvaluatorTensorRule)):
             return
         if rule.rule_to_invoke != PROFILER_REPORT and rule.rule_to_invoke not in PROFILER_RULE_SPECS:
             raise ConfigurationError(
@@ -125,6 +142,7 @@ class EvaluatorBinding(RuleEngineBinding):
             channels.append(job.sampler.channel(job.sampler_bundle))
             environment = dict(environment or {})
             environment.update(job.sampler.environment(job.sampler_bundle, job.profiler_s3_uri, environment))
+            environment.update(self._tensor_rules.environment())
         return channels, environment, {}
 
     # -- grants ---------------------------------------------------------------------------------------------------------
@@ -144,6 +162,7 @@ class EvaluatorBinding(RuleEngineBinding):
         policy.allow({"Effect": "Allow", "Action": "s3:PutObject", "Resource": uploads})
         policy.acknowledge({f"Resource::{uploads}": "The sampler uploads each run's profiler files to "
                             "<job>/profiler-output/, whose job name is generated per run; scoped to this prefix."})
+        self._tensor_rules.grant_uploads(self._job, policy)
 
     def grant_pipeline_runs(self) -> None:
         _ = self._pipeline_sampler_uploads

@@ -1,0 +1,271 @@
+"""The evaluator at cluster scale: the deployed invocation model, run locally against a moto S3 server.
+
+    python benchmarks/evaluator_scale.py [--nodes 1,4,16] [--cores 8] [--gpus 8] [--interval-ms 100] [--minutes 6]
+                                         [--age-minutes 20] [--memory-mb 1769] [--full]
+
+For each cluster size it simulates a training job minute by minute: every node uploads its minute file, then one
+scheduled invocation evaluates the job (``lambda_handler.evaluate_job``, the real handler code, with SageMaker's
+DescribeTrainingJob stubbed) in a child process of its own, as Lambda runs each invocation; its CPU and peak RSS come
+from that child's rusage (``os.wait4``), its S3 requests from botocore's event hooks. It prints, per size, the wall and
+CPU per training minute per invocation, the peak RSS, the number of invocations, whether it keeps up (CPU per minute
+under 60 s and peak RSS under the function's memory), and the cost per job-hour at list prices (Lambda arm64 GB-s and
+requests, S3 PUT/LIST and GET), with ratios against the 1-node figure measured in the same run.
+
+``--age-minutes N`` then runs a 1-node job for N minutes and prints the per-minute cost at its start and at its end
+(flat: a ratio near 1). ``--full`` is the issue's size: 1, 16 and 64 nodes of 192 cores and 8 GPUs at 100 ms for 10
+minutes, and a 24-hour job (hours of CPU on a small machine). The defaults keep a run within a few minutes on two cores.
+Absolute seconds on a shared machine are noisy; the ratios are the figures to compare.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+# List prices, us-east-1 (2026): Lambda arm64 per GB-second and per request; S3 Standard per request.
+LAMBDA_GB_S = 0.0000133334
+LAMBDA_REQUEST = 0.20 / 1_000_000
+S3_PUT_OR_LIST = 0.005 / 1000
+S3_GET = 0.0004 / 1000
+REGION = "us-east-1"
+BUCKET = "bench-output"
+START = 1_764_400_020  # a minute boundary
+
+
+@dataclass
+class Invocation:
+    wall_s: float
+    cpu_s: float
+    rss_mb: float
+    puts: int
+    gets: int
+    result: str
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def minute_template(cores: int, gpus: int, interval_ms: int) -> bytes:
+    """One node's minute file (algo-1, minute 0), written by the project's synthetic job writer."""
+    from cdk_sagemaker_debugger.runtime.evaluator.synthetic import JobSpec, write_job
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = write_job(Path(tmp) / "po", JobSpec(nodes=1, minutes=1, cores=cores, gpus=gpus, interval_ms=interval_ms,
+                                                   start=START, partial_last_minute_s=0, end_marker=False))
+        [path] = list(root.rglob("*.algo-1.json"))
+        return path.read_bytes()
+
+
+def minute_file(template: bytes, node: int, minute: int) -> bytes:
+    """The template moved to ``minute`` and ``algo-<node>`` (timestamps shifted second by second, newest first)."""
+    body = template.replace(b'"algo-1"', f'"algo-{node}"'.encode()) if node != 1 else template
+    if minute:
+        for second in range(59, -1, -1):
+            body = body.replace(f'"Timestamp": {START + second}.'.encode(),
+                                f'"Timestamp": {START + 60 * minute + second}.'.encode())
+    return body
+
+
+def key_for(job: str, node: int, minute: int) -> str:
+    epoch = START + 60 * minute
+    hour = datetime.fromtimestamp(epoch, tz=timezone.utc).strftime("%Y%m%d%H")
+    return f"profiler/{job}/profiler-output/system/incremental/{hour}/{epoch}.algo-{node}.json"
+
+
+def describe(job: str, nodes: int, status: str) -> dict[str, Any]:
+    start = datetime.fromtimestamp(START, tz=timezone.utc)
+    response = {
+        "TrainingJobName": job, "TrainingJobArn": f"arn:aws:sagemaker:{REGION}:123456789012:training-job/{job}",
+        "TrainingJobStatus": status, "SecondaryStatus": "Training",
+        "AlgorithmSpecification": {"TrainingInputMode": "File", "TrainingImage": "123.dkr.ecr.us-east-1.amazonaws.com/t"},
+        "ModelArtifacts": {"S3ModelArtifacts": f"s3://{BUCKET}/output/{job}/output/model.tar.gz"},
+        "ResourceConfig": {"InstanceType": "ml.p5.48xlarge", "InstanceCount": nodes, "VolumeSizeInGB": 50},
+        "StoppingCondition": {"MaxRuntimeInSeconds": 86400}, "CreationTime": start - timedelta(minutes=3),
+        "TrainingStartTime": start, "OutputDataConfig": {"S3OutputPath": f"s3://{BUCKET}/output"},
+        "ProfilerConfig": {"S3OutputPath": f"s3://{BUCKET}/profiler", "ProfilingIntervalInMilliseconds": 100},
+    }
+    if status != "InProgress":
+        response["TrainingEndTime"] = start + timedelta(hours=1)
+    return response
+
+
+def invoke(endpoint: str, job: str, nodes: int, status: str) -> Invocation:
+    """One invocation in a child process: the real evaluate_job, its rusage measured by the parent."""
+    read_fd, write_fd = os.pipe()
+    began = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:  # the invocation
+        os.close(read_fd)
+        code = 0
+        try:
+            report = child(endpoint, job, nodes, status)
+        except BaseException as exc:  # reported to the parent, which fails the benchmark
+            report, code = {"result": f"failed: {type(exc).__name__}: {exc}", "puts": 0, "gets": 0}, 1
+        os.write(write_fd, json.dumps(report).encode())
+        os._exit(code)
+    os.close(write_fd)
+    with os.fdopen(read_fd) as pipe:
+        report = json.loads(pipe.read() or '{"result": "no report", "puts": 0, "gets": 0}')
+    _, status_code, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - began
+    if status_code:
+        raise SystemExit(f"the invocation failed: {report['result']}")
+    return Invocation(wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, report["puts"], report["gets"],
+                      report["result"])
+
+
+def child(endpoint: str, job: str, nodes: int, status: str) -> dict[str, Any]:
+    import boto3
+    from botocore.stub import Stubber
+
+    from cdk_sagemaker_debugger.runtime.evaluator import lambda_handler as lh
+    from cdk_sagemaker_debugger.runtime.evaluator.contract_shared import JobFamily
+
+    counts = {"puts": 0, "gets": 0}
+
+    def count(event_name: str, **_: Any) -> None:
+        operation = event_name.rsplit(".", 1)[-1]
+        counts["gets" if operation in ("GetObject", "HeadObject") else "puts"] += 1
+
+    s3 = boto3.client("s3", region_name=REGION, endpoint_url=endpoint)
+    s3.meta.events.register("before-call.s3", count)
+    sagemaker = boto3.client("sagemaker", region_name=REGION)
+    stub = Stubber(sagemaker)
+    stub.add_response("describe_training_job", describe(job, nodes, status), {"TrainingJobName": job})
+    stub.activate()
+    events = boto3.client("events", region_name=REGION, endpoint_url=endpoint)
+    settings = lh.Settings(family=JobFamily(job_name_prefix="bench-"), read_workers=4)
+    clients = lh.Clients(s3=s3, sagemaker=sagemaker, events=events)
+    import contextlib
+    import io
+
+    with contextlib.redirect_stdout(io.StringIO()):  # the EMF lines
+        outcome = lh.evaluate_job(job, settings, clients, deadline=time.monotonic() + 270)
+    return {"result": outcome["result"], **counts}
+
+
+def simulate(endpoint: str, s3: Any, nodes: int, args: argparse.Namespace, minutes: int) -> list[Invocation]:
+    job = f"bench-{nodes}n-{int(time.time() * 1000) % 10**9}"
+    template = minute_template(args.cores, args.gpus, args.interval_ms)
+    runs = []
+    for minute in range(minutes):
+        for node in range(1, nodes + 1):
+            s3.put_object(Bucket=BUCKET, Key=key_for(job, node, minute), Body=minute_file(template, node, minute))
+        runs.append(invoke(endpoint, job, nodes, "InProgress"))
+        for node in range(1, nodes + 1):  # keep the server's memory bounded: consumed minutes are never read again
+            if minute >= 8:
+                s3.delete_object(Bucket=BUCKET, Key=key_for(job, node, minute - 8))
+    return runs
+
+
+def empty_bucket(s3: Any) -> None:
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=BUCKET):
+        for item in page.get("Contents", []):
+            s3.delete_object(Bucket=BUCKET, Key=item["Key"])
+
+
+def per_minute(runs: list[Invocation]) -> dict[str, float]:
+    n = len(runs)
+    return {"wall": sum(r.wall_s for r in runs) / n, "cpu": sum(r.cpu_s for r in runs) / n,
+            "rss": max(r.rss_mb for r in runs), "puts": sum(r.puts for r in runs) / n,
+            "gets": sum(r.gets for r in runs) / n}
+
+
+def cost_per_job_hour(m: dict[str, float], memory_mb: int) -> float:
+    """60 invocations an hour, billed for their CPU time (at 1,769 MB a Lambda has one vCPU: CPU time ~ duration)."""
+    per_minute_cost = (m["cpu"] * memory_mb / 1024 * LAMBDA_GB_S + LAMBDA_REQUEST + m["puts"] * S3_PUT_OR_LIST
+                       + m["gets"] * S3_GET)
+    return 60 * per_minute_cost
+
+
+def report_sizes(endpoint: str, s3: Any, args: argparse.Namespace) -> None:
+    print(f"{args.cores} cores x {args.gpus} GPUs per node at {args.interval_ms} ms; {args.minutes} simulated minutes; "
+          f"one invocation per minute ({args.memory_mb} MB)")
+    print(f"{'nodes':>5} {'wall/min':>9} {'CPU/min':>8} {'x 1 node':>8} {'peak RSS':>9} {'calls':>5} {'keeps up':>8} "
+          f"{'$/job-hour':>10} {'x 1 node':>8}")
+    baseline: dict[str, float] | None = None
+    for nodes in args.nodes:
+        runs = simulate(endpoint, s3, nodes, args, args.minutes)
+        empty_bucket(s3)
+        m = per_minute(runs[len(runs) // 2 :])
+        cost = cost_per_job_hour(m, args.memory_mb)
+        baseline = baseline or {**m, "cost": cost}
+        keeps_up = m["cpu"] < 60 and m["rss"] < args.memory_mb
+        print(f"{nodes:>5} {m['wall']:>8.2f}s {m['cpu']:>7.2f}s {m['cpu'] / baseline['cpu']:>7.1f}x "
+              f"{m['rss']:>7.0f}MB {args.minutes:>5} {'yes' if keeps_up else 'NO':>8} {cost:>10.4f} "
+              f"{cost / baseline['cost']:>7.1f}x")
+
+
+def report_age(endpoint: str, s3: Any, args: argparse.Namespace) -> None:
+    runs = simulate(endpoint, s3, 1, args, args.age_minutes)
+    span = max(3, len(runs) // 10)
+    early, late = per_minute(runs[1 : 1 + span]), per_minute(runs[-span:])
+    print(f"1 node for {args.age_minutes} minutes: CPU per invocation {early['cpu']:.2f} s at the start, "
+          f"{late['cpu']:.2f} s at the end ({late['cpu'] / early['cpu']:.2f} x); peak RSS {early['rss']:.0f} -> "
+          f"{late['rss']:.0f} MB; cost per job-hour ${cost_per_job_hour(early, args.memory_mb):.4f} -> "
+          f"${cost_per_job_hour(late, args.memory_mb):.4f}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--nodes", default="1,4,16",
+                        help="cluster sizes, comma-separated (default 1,4,16; --nodes 1,16,64 for the issue's sizes)")
+    parser.add_argument("--cores", type=int, default=8, help="cores per node (default 8; the issue's size: 192)")
+    parser.add_argument("--gpus", type=int, default=8)
+    parser.add_argument("--interval-ms", type=int, default=100)
+    parser.add_argument("--minutes", type=int, default=6,
+                        help="simulated minutes per size (default 6; the figures are those of the second half, once "
+                        "windows close: a window waits for the 3 minutes of files after it)")
+    parser.add_argument("--age-minutes", type=int, default=20, help="length of the 1-node flat-cost run (0: none)")
+    parser.add_argument("--memory-mb", type=int, default=1769, help="the function's memory (default 1769)")
+    parser.add_argument("--full", action="store_true",
+                        help="1, 16 and 64 nodes of 192 cores, 10 minutes per size, and a 24-hour job")
+    args = parser.parse_args(argv)
+    args.nodes = [int(n) for n in re.split(r"[, ]+", args.nodes) if n]
+    if args.full:
+        args.nodes, args.cores, args.minutes, args.age_minutes = [1, 16, 64], 192, 10, 1440
+    # imported before the invocations fork: like a warm Lambda, an invocation does not pay for its imports
+    from cdk_sagemaker_debugger.runtime.evaluator import lambda_handler  # noqa: F401
+
+    os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION=REGION)
+    import boto3
+
+    # moto in a process of its own: the invocations fork from this process, whose memory must stay small for their
+    # peak RSS to be their own
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        s3 = boto3.client("s3", region_name=REGION, endpoint_url=endpoint)
+        for _ in range(100):
+            try:
+                s3.create_bucket(Bucket=BUCKET)
+                break
+            except Exception:  # not listening yet
+                time.sleep(0.2)
+        report_sizes(endpoint, s3, args)
+        if args.age_minutes:
+            report_age(endpoint, s3, args)
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
