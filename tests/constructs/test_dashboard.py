@@ -229,10 +229,9 @@ def test_every_alarm_the_library_created_notifies_the_ops_topic(synthesized: dic
 
 def test_cloudwatch_may_publish_to_the_encrypted_ops_topic(synthesized: dict[str, Any]) -> None:
     template = synthesized["template"]
+    names = sorted(a["Properties"]["AlarmName"] for a in template.find_resources("AWS::CloudWatch::Alarm").values())
     conditions = {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}},
-                  "ArnLike": {"aws:SourceArn": {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"},
-                                                                 ":cloudwatch:us-east-1:", {"Ref": "AWS::AccountId"},
-                                                                 ":alarm:*"]]}}}
+                  "ArnEquals": {"aws:SourceArn": Match.any_value()}}
     template.has_resource_properties("AWS::SNS::TopicPolicy", {"PolicyDocument": {"Statement": Match.array_with([
         {"Sid": "CloudWatchAlarmsPublish", "Effect": "Allow", "Action": "sns:Publish",
          "Principal": {"Service": "cloudwatch.amazonaws.com"}, "Resource": _ref(template, "AWS::SNS::Topic", "OpsTopic"),
@@ -240,6 +239,12 @@ def test_cloudwatch_may_publish_to_the_encrypted_ops_topic(synthesized: dict[str
     template.has_resource_properties("AWS::KMS::Key", {"KeyPolicy": {"Statement": Match.array_with([
         {"Sid": "CloudWatchAlarmsUseKey", "Effect": "Allow", "Action": ["kms:Decrypt", "kms:GenerateDataKey*"],
          "Principal": {"Service": "cloudwatch.amazonaws.com"}, "Resource": "*", "Condition": conditions}])}})
+    admitted = [s["Condition"]["ArnEquals"]["aws:SourceArn"] for r in template.to_json()["Resources"].values()
+                for s in (r["Properties"].get("PolicyDocument") or r["Properties"].get("KeyPolicy") or {}).get(
+                    "Statement", []) if s.get("Sid") in ("CloudWatchAlarmsPublish", "CloudWatchAlarmsUseKey")]
+    expected = [{"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":cloudwatch:us-east-1:",
+                                         {"Ref": "AWS::AccountId"}, f":alarm:{name}"]]} for name in names]
+    assert len(admitted) == 2 and all(sorted(arns, key=str) == sorted(expected, key=str) for arns in admitted)
     policies = template.find_resources("AWS::SNS::TopicPolicy")
     statements = [s for p in policies.values() for s in p["Properties"]["PolicyDocument"]["Statement"]
                   if s.get("Sid") == "CloudWatchAlarmsPublish"]
@@ -290,7 +295,10 @@ def test_watch_runs_every_minute_with_the_family_and_gpu_count(synthesized: dict
     template = synthesized["template"]
     logical_id, function = _watch(template)
     environment = function["Environment"]["Variables"]
-    assert watch.Settings.from_environment(environment) == watch.Settings("vision-train-", 4, "CdkSageMakerDebugger")
+    role = {"Fn::GetAtt": [[k for k in template.find_resources("AWS::IAM::Role") if k.startswith("JobExecutionRole")][0],
+                           "Arn"]}
+    assert watch.Settings.from_environment(environment) == watch.Settings(
+        "vision-train-", 4, "CdkSageMakerDebugger", role)  # only the family's role counts
     assert function["Architectures"] == ["arm64"] and function["Timeout"] == 50
     template.has_resource_properties("AWS::Events::Rule", {
         "ScheduleExpression": "rate(1 minute)", "Targets": [Match.object_like({
@@ -300,8 +308,10 @@ def test_watch_runs_every_minute_with_the_family_and_gpu_count(synthesized: dict
 def test_watch_reads_only_what_it_needs(synthesized: dict[str, Any]) -> None:
     template = synthesized["template"]
     role = _watch(template)[1]["Role"]["Fn::GetAtt"][0]
-    (policy,) = template.find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role}]}}).values()
-    by_action = {json.dumps(s["Action"]): s["Resource"] for s in policy["Properties"]["PolicyDocument"]["Statement"]}
+    policies = template.find_resources("AWS::IAM::Policy", {"Properties": {"Roles": [{"Ref": role}]}}).values()
+    assert len(policies) == 2  # the default policy, and the statements on "*" in a policy of their own
+    by_action = {json.dumps(s["Action"]): s["Resource"] for policy in policies
+                 for s in policy["Properties"]["PolicyDocument"]["Statement"]}
     # the job's own ARN pattern (ARNs are lower case), as its state machine uses it
     assert by_action['"sagemaker:DescribeTrainingJob"'] == {"Fn::Join": ["", [
         "arn:aws:sagemaker:us-east-1:", {"Ref": "AWS::AccountId"}, ":training-job/vision-train-*"]]}
@@ -339,7 +349,7 @@ def test_the_rule_alarm_topic_as_ops_topic_admits_cloudwatch_in_its_own_key() ->
     statements = template.to_json()["Resources"][key_id]["Properties"]["KeyPolicy"]["Statement"]
     (granted,) = [s for s in statements if s.get("Principal") == {"Service": "cloudwatch.amazonaws.com"}]
     assert granted["Action"] == ["kms:Decrypt", "kms:GenerateDataKey*"]
-    assert set(granted["Condition"]) == {"StringEquals", "ArnLike"}
+    assert set(granted["Condition"]) == {"StringEquals", "ArnEquals"}
     topic = {"Ref": [k for k in template.find_resources("AWS::SNS::Topic") if k.startswith("AlarmTopic")][0]}
     # the RuleAlarm was created without ops_topic: the dashboard gives its two alarms the same actions
     for alarm_resource in template.find_resources("AWS::CloudWatch::Alarm").values():

@@ -61,7 +61,8 @@ def template(synthesized: dict[str, Any]) -> Template:
 
 def _only(template: Template, resource_type: str, props: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     found = template.find_resources(resource_type, {"Properties": props} if props else None)
-    found = {k: v for k, v in found.items() if not k.startswith("JobEvaluator")}  # not the job's own evaluator
+    found = {k: v for k, v in found.items() if not k.startswith("JobEvaluator")  # not the job's own evaluator
+             and not k.startswith("AlarmSubscriptionDeadLetterQueue")}  # the subscriptions' queue has its own test
     assert len(found) == 1, f"expected one {resource_type}, found {sorted(found)}"
     ((logical_id, resource),) = found.items()
     return logical_id, resource["Properties"]
@@ -185,7 +186,7 @@ def test_handler_is_arm64_python_with_its_configuration(template: Template) -> N
         "JOB_FAMILY": '{"job_name_prefix": "resnet-exp-"}',
         "ALARM_ID": "Alarm/Alarm",
         "STATUSES": '["IssuesFound", "Error"]',
-        "EVENT_BUS_NAME": "default",
+        "EVENT_BUS_NAME": {"Ref": _only(template, "AWS::Events::EventBus")[0]},  # transitions on the verdict bus
         "TRANSITION_TTL_DAYS": "90",
         "ACCOUNT_ID": {"Ref": "AWS::AccountId"},
         "MAX_MESSAGES_PER_JOB": "25",
@@ -220,8 +221,8 @@ def test_stop_is_scoped_to_the_prefix_without_pass_role_or_wildcards(template: T
     assert not any("*" in action.split(":")[1] for action in by_action if not action.startswith("kms:"))
     assert sorted(a for a in by_action if a.startswith("dynamodb:")) == [
         "dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
-    assert by_action["events:PutEvents"][0]["Resource"] == {"Fn::Join": ["", [
-        "arn:", {"Ref": "AWS::Partition"}, ":events:us-east-1:", {"Ref": "AWS::AccountId"}, ":event-bus/default"]]}
+    assert by_action["events:PutEvents"][0]["Resource"] == {
+        "Fn::GetAtt": [_only(template, "AWS::Events::EventBus")[0], "Arn"]}  # the verdict bus, not the default bus
     role_id = _handler(template)[1]["Role"]["Fn::GetAtt"][0]
     assert "ManagedPolicyArns" not in template.to_json()["Resources"][role_id]["Properties"]
 
@@ -284,10 +285,13 @@ def test_cdk_nag_is_clean_with_specific_reasons(synthesized: dict[str, Any]) -> 
         "AwsSolutions-IAM5[Resource::<JobOutputBucket44705424.Arn>/training/resnet-exp-*/rule-output/*/"
         "evaluator-output/evaluation-summary.json]",
         "AwsSolutions-IAM5[Resource::arn:aws:sagemaker:us-east-1:<AWS::AccountId>:training-job/resnet-exp-*]",
+        "AwsSolutions-SQS3",  # the subscriptions' dead-letter queue needs none of its own
     ]
     assert all(len(v["reason"]) > 60 for v in ours)
-    # each on the handler role's default policy alone, never on the role or the alarm as a whole
-    assert {v["acknowledgedAt"] for v in ours} == {"Alarm/Alarm/Role/DefaultPolicy/Resource"}
+    # each on the handler role's default policy alone (SQS3 on the subscriptions' queue), never on the role or the
+    # alarm as a whole
+    assert {v["acknowledgedAt"] for v in ours} == {"Alarm/Alarm/Role/DefaultPolicy/Resource",
+                                                   "Alarm/Alarm/SubscriptionDeadLetterQueue/Resource"}
 
 
 def test_cfn_lint_finds_nothing_but_cdk_dependencies(synthesized: dict[str, Any]) -> None:

@@ -103,7 +103,8 @@ def test_every_evaluator_of_a_stack_joins_the_one_bus_even_after_the_alarm_creat
     bus = verdict_bus(stack)
     assert first.event_bus is bus and second.event_bus is bus and alarm.verdict_rule is not None
     (policy,) = template.find_resources("AWS::Events::EventBusPolicy").values()
-    roles = [stack.resolve(e.role.role_arn) for e in (first, second)]
+    # the alarm's handler publishes its "Rule Alarm Transition" events there too
+    roles = [stack.resolve(r.role_arn) for r in (alarm.role, first.role, second.role)]
     assert policy["Properties"]["Statement"]["Condition"] == {"ArnNotEquals": {"aws:PrincipalArn": roles}}
     assert isinstance(stack.node.find_child("CdkSageMakerDebuggerVerdictBus"), VerdictBus)
 

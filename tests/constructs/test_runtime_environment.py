@@ -188,5 +188,6 @@ def test_a_training_jobs_dashboard_watch_reads_its_runs_and_its_instance_gpus() 
 
     settings = WatchSettings.from_environment(deployed.function_environment(WATCH_HANDLER))
 
-    assert settings == WatchSettings("vision-", 8, DEFAULT_NAMESPACE)
+    assert settings == WatchSettings("vision-", 8, DEFAULT_NAMESPACE, settings.execution_role_arn)
+    assert settings.execution_role_arn is not None and ":role/" in settings.execution_role_arn  # the family's role
     assert _published_metric(settings) == _low_gpu_metric(deployed)

@@ -201,14 +201,22 @@ class TestTrainingPipeline:
         (role_id,) = [i for i in _resources(pipeline_stack, "AWS::IAM::Role") if i.startswith("PipelineExecutionRole")]
         role = _resources(pipeline_stack, "AWS::IAM::Role")[role_id]["Properties"]
         assert role["AssumeRolePolicyDocument"]["Statement"] == [{
-            "Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"}}]
+            "Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
+            "Condition": {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}}]
         statements = role_policy_statements(pipeline_stack, "PipelineExecutionRole")
         jobs = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":sagemaker:us-east-1:", {"Ref": "AWS::AccountId"},
                                   ":training-job/pipelines-*"]]}
         (job_role,) = [i for i in _resources(pipeline_stack, "AWS::IAM::Role") if i.startswith("JobExecutionRole")]
+        own = [{"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":sagemaker:us-east-1:", {"Ref": "AWS::AccountId"},
+                                  ":pipeline/resnet-training/execution/*"]]}]
+        tag = "sagemaker:pipeline-execution-arn"
         assert statements == [
-            {"Action": ["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob",
-                        "sagemaker:AddTags"], "Effect": "Allow", "Resource": jobs},
+            {"Action": ["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob"], "Effect": "Allow",
+             "Resource": jobs},
+            {"Action": "sagemaker:StopTrainingJob", "Effect": "Allow", "Resource": jobs,
+             "Condition": {"StringLike": {f"aws:ResourceTag/{tag}": own}}},
+            {"Action": "sagemaker:AddTags", "Effect": "Allow", "Resource": jobs,
+             "Condition": {"StringLikeIfExists": {f"aws:ResourceTag/{tag}": own, f"aws:RequestTag/{tag}": own}}},
             {"Action": "iam:PassRole", "Effect": "Allow", "Resource": {"Fn::GetAtt": [job_role, "Arn"]},
              "Condition": {"StringEquals": {"iam:PassedToService": "sagemaker.amazonaws.com"}}},
         ]

@@ -5,8 +5,10 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import cast
 
 import aws_cdk as cdk
+import jsii
 from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_iam as iam
@@ -16,11 +18,43 @@ from constructs import IConstruct
 
 from ..model.errors import ConfigurationTypeError
 
-__all__ = ["AlarmActions", "allow_alarm_notifications"]
+__all__ = ["AlarmActions", "allow_alarm_notifications", "owned_alarm_name"]
 
 _CLOUDWATCH = "cloudwatch.amazonaws.com"
-# Topics (and keys) whose policy already lets this account's alarms publish: the statement is added once per resource.
-_ALLOWED: weakref.WeakSet[object] = weakref.WeakSet()
+# Topics (and keys) whose policy already admits the library's alarms, with the alarm ARNs admitted: the statement is
+# added once per resource and lists every alarm that notifies through it when the template is written.
+# Keyed by stack and construct path: jsii may hand out a new Python object for the same key (``topic.master_key``).
+_ADMITTED: weakref.WeakKeyDictionary[cdk.Stack, dict[str, list[str]]] = weakref.WeakKeyDictionary()
+
+
+@jsii.implements(cdk.IStableListProducer)
+class _AdmittedAlarms:
+    """The ARNs of the alarms admitted on one topic or key, when the template is written (alarms added later count)."""
+
+    def __init__(self, arns: list[str]) -> None:
+        self._arns = arns
+
+    def produce(self) -> list[str]:
+        return list(dict.fromkeys(self._arns))
+
+
+def owned_alarm_name(alarm: cloudwatch.Alarm) -> str:
+    """Give ``alarm`` a name the library owns (stack name, construct path and a hash of the path) and return it.
+
+    The name is known at synth, so the topic and key policies can admit this alarm's exact ARN without a reference
+    to the alarm (a key policy referring to an alarm that refers to the key's topic would be a cycle).
+    """
+    cfn = cast(cloudwatch.CfnAlarm, alarm.node.default_child)
+    if isinstance(cfn.alarm_name, str) and not cdk.Token.is_unresolved(cfn.alarm_name):
+        return cfn.alarm_name
+    name = cdk.Names.unique_resource_name(alarm, separator="-", max_length=255)
+    cfn.alarm_name = name
+    return name
+
+
+def _alarm_arn(alarm: cloudwatch.Alarm) -> str:
+    return cdk.Stack.of(alarm).format_arn(service="cloudwatch", resource="alarm", resource_name=owned_alarm_name(alarm),
+                                          arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME)
 
 
 @dataclass(frozen=True)
@@ -53,48 +87,62 @@ class AlarmActions:
         return self.ops_topic is not None or bool(self.extra)
 
     def apply(self, alarm: cloudwatch.Alarm) -> None:
+        """Add the actions to ``alarm``, and admit that alarm (its exact ARN) on ``ops_topic`` and its key."""
         if self.ops_topic is not None:
             action = cloudwatch_actions.SnsAction(self.ops_topic)
             alarm.add_alarm_action(action)
             alarm.add_ok_action(action)
+            allow_alarm_notifications(alarm.node.scope or alarm, self.ops_topic, alarms=[alarm])
         if self.extra:
             alarm.add_alarm_action(*self.extra)
 
-    def allow_publishing(self, scope: IConstruct, key: kms.IKey | None = None) -> None:
-        """Let this account's alarms publish to ``ops_topic`` (see :func:`allow_alarm_notifications`)."""
-        if self.ops_topic is not None:
-            allow_alarm_notifications(scope, self.ops_topic, key)
 
-
-def allow_alarm_notifications(scope: IConstruct, topic: sns.ITopic, key: kms.IKey | None = None) -> None:
-    """Let CloudWatch alarms of ``scope``'s account and region publish to ``topic`` and use its KMS key.
+def allow_alarm_notifications(scope: IConstruct, topic: sns.ITopic, key: kms.IKey | None = None, *,
+                              alarms: Sequence[cloudwatch.Alarm]) -> None:
+    """Let ``alarms`` (and no other CloudWatch alarm) publish to ``topic`` and use its KMS key.
 
     A topic with a resource policy (``enforce_ssl=True`` creates one) or a customer-managed key refuses CloudWatch
-    until its policies allow ``cloudwatch.amazonaws.com``; the statements are scoped with ``aws:SourceAccount`` and
-    ``aws:SourceArn`` (this account's alarms) against the confused deputy. ``key`` defaults to the topic's
-    ``master_key``. Topics and keys imported from elsewhere cannot be changed here: a key among them gets a synth
-    warning naming the statement to add.
+    until its policies allow ``cloudwatch.amazonaws.com``; the statements require ``aws:SourceAccount`` (this
+    account) and ``aws:SourceArn`` equal to the ARN of one of the alarms admitted so far on that topic or key, so
+    another alarm of the account (whose name and reason its author chooses) cannot publish. Each alarm gets a name the
+    library owns (:func:`owned_alarm_name`). ``key`` defaults to the topic's ``master_key``. Topics and keys imported
+    from elsewhere cannot be changed here: a key among them gets a synth warning naming the statement to add.
     """
+    arns = [_alarm_arn(alarm) for alarm in alarms]
     stack = cdk.Stack.of(scope)
-    alarms = stack.format_arn(service="cloudwatch", resource="alarm", resource_name="*",
-                              arn_format=cdk.ArnFormat.COLON_RESOURCE_NAME)
-    conditions = {"StringEquals": {"aws:SourceAccount": stack.account}, "ArnLike": {"aws:SourceArn": alarms}}
-    if topic not in _ALLOWED:
-        _ALLOWED.add(topic)
+    admitted = _admitted(topic, arns)
+    if admitted is not None:
         topic.add_to_resource_policy(iam.PolicyStatement(
             sid="CloudWatchAlarmsPublish", principals=[iam.ServicePrincipal(_CLOUDWATCH)], actions=["sns:Publish"],
-            resources=[topic.topic_arn], conditions=conditions))
+            resources=[topic.topic_arn], conditions=_conditions(stack, admitted)))
     key = key if key is not None else topic.master_key
-    if key is None or key in _ALLOWED:
+    admitted = None if key is None else _admitted(key, arns)
+    if key is None or admitted is None:
         return
-    _ALLOWED.add(key)
     added = key.add_to_resource_policy(iam.PolicyStatement(
         sid="CloudWatchAlarmsUseKey", principals=[iam.ServicePrincipal(_CLOUDWATCH)],
-        actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"], conditions=conditions))
+        actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"], conditions=_conditions(stack, admitted)))
     if not added.statement_added:
         cdk.Annotations.of(scope).add_warning_v2(
             "cdk-sagemaker-debugger:opsTopicKey",
             f"The KMS key of the topic {topic.node.path} is not defined in this app, so its policy cannot be changed "
             "here. Alarm notifications reach an encrypted topic only when the key policy allows "
-            f"{_CLOUDWATCH} kms:Decrypt and kms:GenerateDataKey* (condition aws:SourceAccount = this account).",
+            f"{_CLOUDWATCH} kms:Decrypt and kms:GenerateDataKey* (conditions aws:SourceAccount = this account and "
+            f"aws:SourceArn = the alarm's ARN: {', '.join(owned_alarm_name(a) for a in alarms)}).",
         )
+
+
+def _admitted(resource: IConstruct, arns: list[str]) -> list[str] | None:
+    """Record ``arns`` on ``resource``; returns the (live) list when the resource needs its statement, else None."""
+    admitted = _ADMITTED.setdefault(cdk.Stack.of(resource), {})
+    known = admitted.get(resource.node.path)
+    if known is not None:
+        known.extend(arns)
+        return None
+    admitted[resource.node.path] = known = list(arns)
+    return known
+
+
+def _conditions(stack: cdk.Stack, arns: list[str]) -> dict[str, object]:
+    return {"StringEquals": {"aws:SourceAccount": stack.account},
+            "ArnEquals": {"aws:SourceArn": cdk.Lazy.list(_AdmittedAlarms(arns))}}

@@ -25,7 +25,7 @@ from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from constructs import Construct, IConstruct
 
-__all__ = ["VERDICT_BUS_ID", "VerdictBus", "verdict_bus", "allow_verdict_publisher"]
+__all__ = ["VERDICT_BUS_ID", "VerdictBus", "verdict_bus", "allow_verdict_publisher", "is_verdict_bus"]
 
 #: Construct id of the verdict bus, a direct child of its stack.
 VERDICT_BUS_ID = "CdkSageMakerDebuggerVerdictBus"
@@ -115,3 +115,9 @@ def verdict_bus(scope: IConstruct) -> events.EventBus:
 def allow_verdict_publisher(scope: IConstruct, role: iam.IRole) -> None:
     """Let ``role`` (an evaluator function's role) publish on the verdict bus of ``scope``'s stack."""
     _holder(scope).allow(role)
+
+
+def is_verdict_bus(bus: object) -> bool:
+    """Whether ``bus`` is the verdict bus of its stack (not an ``event_bus=`` of the user's)."""
+    scope = getattr(getattr(bus, "node", None), "scope", None)
+    return isinstance(scope, VerdictBus) and scope.node.id == VERDICT_BUS_ID

@@ -12,7 +12,7 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IValidation
 
 from ..model.api_model import request_problems
-from ..model.contract import PIPELINE_JOB_NAME_PREFIX
+from ..model.contract import PIPELINE_EXECUTION_TAG, PIPELINE_JOB_NAME_PREFIX
 from ..model.job_family import check_pipeline_name
 from ..model.pipeline_definition import PLACEHOLDER_JOB_NAME, pipeline_definition
 from ._cdk.lazy import LazyPath
@@ -95,12 +95,18 @@ class TrainingPipeline(Construct):
         stack = cdk.Stack.of(self)
         jobs = stack.format_arn(service="sagemaker", resource="training-job",
                                 resource_name=f"{PIPELINE_JOB_NAME_PREFIX}*")
-        statements: list[dict[str, Any]] = [{
-            "Effect": "Allow",
-            "Action": ["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob",
-                       "sagemaker:AddTags"],
-            "Resource": jobs,
-        }]
+        own = _own_executions(stack, self.pipeline_name)
+        statements: list[dict[str, Any]] = [
+            {"Effect": "Allow", "Action": ["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob"],
+             "Resource": jobs},
+            # stop only this pipeline's jobs (SageMaker tags each with its execution's ARN)
+            {"Effect": "Allow", "Action": "sagemaker:StopTrainingJob", "Resource": jobs,
+             "Condition": {"StringLike": {f"aws:ResourceTag/{PIPELINE_EXECUTION_TAG}": own}}},
+            # tag a job being created, or one of this pipeline's, and never with another pipeline's execution
+            {"Effect": "Allow", "Action": "sagemaker:AddTags", "Resource": jobs,
+             "Condition": {"StringLikeIfExists": {f"aws:ResourceTag/{PIPELINE_EXECUTION_TAG}": own,
+                                                  f"aws:RequestTag/{PIPELINE_EXECUTION_TAG}": own}}},
+        ]
         passed = self._training_roles()
         if passed:
             statements.append({"Effect": "Allow", "Action": "iam:PassRole", "Resource": passed,
@@ -108,16 +114,25 @@ class TrainingPipeline(Construct):
         role = iam.Role(
             self,
             "ExecutionRole",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            # only SageMaker acting for this account (confused deputy)
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com").with_conditions(
+                {"StringEquals": {"aws:SourceAccount": stack.account}}),
             description="SageMaker Pipelines execution role: runs the pipeline's training steps",
             inline_policies={"TrainingSteps": iam.PolicyDocument.from_json(
                 {"Version": "2012-10-17", "Statement": statements})},
         )
         acknowledge_wildcards(role, {f"Resource::{jobs}": (
             "SageMaker Pipelines names every job it starts pipelines-<execution id>-<step name>-<random>, so the "
-            "execution role can create, describe, stop and tag only jobs named that way."
+            "execution role can create and describe only jobs named that way, and stop and tag only its own "
+            "pipeline's (the sagemaker:pipeline-execution-arn tag condition)."
         )}, stack=stack)
         return role
+
+
+def _own_executions(stack: cdk.Stack, pipeline_name: str) -> list[str]:
+    """ARN patterns of this pipeline's executions (SageMaker may write the name in lower case in the tag)."""
+    names = dict.fromkeys((pipeline_name, pipeline_name.lower()))
+    return [stack.format_arn(service="sagemaker", resource="pipeline", resource_name=f"{n}/execution/*") for n in names]
 
 
 @jsii.implements(IValidation)

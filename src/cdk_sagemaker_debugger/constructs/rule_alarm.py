@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import aws_cdk as cdk
 import jsii
@@ -19,6 +19,7 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
 from aws_cdk import aws_sns_subscriptions as subscriptions
+from aws_cdk import aws_sqs as sqs
 from constructs import Construct
 
 from ..model.actions import SMS, Action, ActionList, Email, StopTraining
@@ -30,10 +31,11 @@ from ._alarm_actions import AlarmActions
 from ._cdk.checks import check_kind, check_log_retention, check_reserved_concurrency, whole_seconds
 from ._cdk.lambda_function import runtime_function
 from ._cdk.layout import EVALUATOR_REPORT_FOLDER, EVALUATOR_SUMMARY_FILE
-from ._cdk.nag import acknowledge_wildcards
+from ._cdk.nag import acknowledge, acknowledge_wildcards
 from ._removed_props import names_removed_props
+from ._verdict_listening import listening_bus, require_heard_evaluators
 from .alarm_coverage import check_coverage
-from .event_bus import verdict_bus
+from .event_bus import allow_verdict_publisher, verdict_bus
 from .family import JobOrigin, TrainingJobs, check_training_jobs
 
 __all__ = ["RuleAlarm", "ALARM_STATUSES"]
@@ -125,6 +127,7 @@ class RuleAlarm(Construct):
         self._create_handler(log_retention, reserved_concurrency)
         self._grant_handler_permissions()
         self._create_rules()
+        require_heard_evaluators(self)
         self._create_alarms()
         #: Where the two alarms notify on ALARM and OK (None: no actions, unless a TrainingDashboard adds its own).
         self.ops_topic = ops_topic
@@ -180,10 +183,31 @@ class RuleAlarm(Construct):
             enforce_ssl=True,
             display_name="SageMaker rule alarm",
         )
+        #: Notifications SNS could not deliver to a subscriber (a redrive policy on every subscription).
+        self._sms_redrive_allowed = False
+        self.subscription_dead_letter_queue = sqs.Queue(
+            self, "SubscriptionDeadLetterQueue", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
+            retention_period=cdk.Duration.days(14))
+        acknowledge(self.subscription_dead_letter_queue, {"AwsSolutions::AwsSolutions-SQS3": (
+            "This queue is the dead-letter queue of the topic's subscriptions (their SNS redrive policy), which the "
+            "rule recognises only for SQS redrive; a dead-letter queue needs no dead-letter queue of its own.")})
         for email in self._emails:
-            self.topic.add_subscription(subscriptions.EmailSubscription(email.endpoint))
+            self._subscribe(subscriptions.EmailSubscription, email.endpoint)
         for sms in self._phone_numbers:
-            self.topic.add_subscription(subscriptions.SmsSubscription(sms.endpoint))
+            self._subscribe(subscriptions.SmsSubscription, sms.endpoint)
+
+    def _subscribe(self, kind: Any, endpoint: str) -> sns.Subscription:
+        queue = self.subscription_dead_letter_queue
+        subscription = self.topic.add_subscription(kind(endpoint, dead_letter_queue=queue))
+        cfn = cast(sns.CfnSubscription, subscription.node.default_child)
+        if cfn.redrive_policy is None:  # SmsSubscription drops dead_letter_queue: set it as CDK does for the others
+            cfn.redrive_policy = {"deadLetterTargetArn": queue.queue_arn}
+            if not self._sms_redrive_allowed:
+                self._sms_redrive_allowed = True
+                queue.add_to_resource_policy(iam.PolicyStatement(
+                    principals=[iam.ServicePrincipal("sns.amazonaws.com")], actions=["sqs:SendMessage"],
+                    resources=[queue.queue_arn], conditions={"ArnEquals": {"aws:SourceArn": self.topic.topic_arn}}))
+        return subscription
 
     def _create_table(self) -> None:
         self.table = dynamodb.Table(
@@ -208,7 +232,7 @@ class RuleAlarm(Construct):
             **self.training_jobs.environment,
             env.ALARM_ID: self.alarm_id,
             env.STATUSES: json.dumps(list(self.statuses)),
-            env.EVENT_BUS_NAME: "default",
+            env.EVENT_BUS_NAME: verdict_bus(self).event_bus_name,  # "Rule Alarm Transition" events
             env.TRANSITION_TTL_DAYS: str(self.transition_retention_days),
             env.ACCOUNT_ID: cdk.Aws.ACCOUNT_ID,
             env.MAX_MESSAGES_PER_JOB: str(self.max_messages_per_job),
@@ -254,11 +278,13 @@ class RuleAlarm(Construct):
         jobs = self.training_jobs
         self.rule = events.Rule(self, "Rule", description=f"Rule verdicts of {jobs.label}",
                                 event_pattern=jobs.event_pattern(account=cdk.Aws.ACCOUNT_ID), targets=[target])
-        #: The RuleEvaluator's verdicts for the family's jobs, from the stack's verdict bus.
+        #: The verdict bus listened on: the one of the family's evaluator's stack (see docs/rule-alarm.md).
+        self.verdict_bus: events.IEventBus = listening_bus(self, jobs)
+        #: The RuleEvaluator's verdicts for the family's jobs, from :attr:`verdict_bus`.
         self.verdict_rule = events.Rule(
             self,
             "Verdicts",
-            event_bus=verdict_bus(self),
+            event_bus=self.verdict_bus,
             description=f"RuleEvaluator verdicts of {jobs.label}",
             event_pattern=events.EventPattern(source=[EVENT_SOURCE], detail_type=[EVALUATOR_DETAIL_TYPE],
                                               account=[cdk.Aws.ACCOUNT_ID], detail=jobs.name_filter() or None),
@@ -306,19 +332,20 @@ class RuleAlarm(Construct):
         the subscription."""
         email = Email(address)
         _add_unique(self._emails, email, where=self.node.path, field="actions")
-        return self.topic.add_subscription(subscriptions.EmailSubscription(email.endpoint))
+        return self._subscribe(subscriptions.EmailSubscription, email.endpoint)
 
     def add_sms_subscriber(self, phone_number: str) -> sns.Subscription:
         """Send the short notification to one more phone number (E.164, for example ``+15555550100``); returns the
         subscription."""
         sms = SMS(phone_number)
         _add_unique(self._phone_numbers, sms, where=self.node.path, field="actions")
-        return self.topic.add_subscription(subscriptions.SmsSubscription(sms.endpoint))
+        return self._subscribe(subscriptions.SmsSubscription, sms.endpoint)
 
     def on_transition(
         self, id: str, *, target: events.IRuleTarget | None = None, description: str | None = None
     ) -> events.Rule:
-        """An EventBridge rule receiving one "Rule Alarm Transition" event per transition this alarm reports.
+        """An EventBridge rule on the stack's verdict bus receiving one "Rule Alarm Transition" event per transition
+        this alarm reports (only the library's functions may publish on that bus, so the events cannot be forged).
 
         Same filtering as the notifications (job prefix, statuses, rule names), already de-duplicated. The detail
         carries TrainingJobName, TrainingJobArn, TrainingJobStatus, RuleConfigurationName, RuleEvaluationStatus,
@@ -334,6 +361,7 @@ class RuleAlarm(Construct):
         rule = events.Rule(
             self,
             id,
+            event_bus=verdict_bus(self),
             description=description or f"Rule verdicts reported by {self.alarm_id}",
             event_pattern=events.EventPattern(
                 source=[EVENT_SOURCE], detail_type=[TRANSITION_DETAIL_TYPE], detail=detail
@@ -357,8 +385,7 @@ class RuleAlarm(Construct):
 
     # ------------------------------------------------------------------------------------------------------------------
     def _add_ops_actions(self, actions: AlarmActions) -> None:
-        if actions:
-            actions.allow_publishing(self)  # the topic's policy (and its key's) must admit this account's alarms
+        if actions:  # the topic's policy (and its key's) admit exactly these two alarms
             actions.apply(self.dead_letter_alarm)
             actions.apply(self.errors_alarm)
 
@@ -378,7 +405,7 @@ class RuleAlarm(Construct):
             role, "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:Query"
         )
         self.topic.grant_publish(role)
-        events.EventBus.from_event_bus_name(self, "DefaultBus", "default").grant_put_events_to(role)
+        allow_verdict_publisher(self, role)  # its transitions go on the stack's verdict bus, where only we publish
         self.log_group.grant_write(role)
         wildcard_reasons["Action::kms:GenerateDataKey*"] = (
             "Publishing to the KMS-encrypted topic needs data keys from the topic key (the grant CDK makes for "

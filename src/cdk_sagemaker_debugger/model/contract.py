@@ -29,7 +29,7 @@ EVENT_SOURCE = "cdk-sagemaker-debugger"
 STATUS_CHANGE_DETAIL_TYPE = "Profiler Rule Evaluation Status Change"
 #: A RuleEvaluator run that ran out of time asks for the next one, on the verdict bus.
 CONTINUATION_DETAIL_TYPE = "Profiler Rule Evaluation Continuation"
-#: One transition a RuleAlarm reported, on the default bus.
+#: One transition a RuleAlarm reported, on the stack's verdict bus.
 TRANSITION_DETAIL_TYPE = "Rule Alarm Transition"
 #: SageMaker's own training-job events.
 SAGEMAKER_SOURCE = "aws.sagemaker"
@@ -98,6 +98,8 @@ class GpuWatchEnvironment:
     GPUS_PER_HOST = "GPUS_PER_HOST"
     #: CloudWatch namespace of the published metrics (default :data:`DEFAULT_NAMESPACE`).
     METRIC_NAMESPACE = "METRIC_NAMESPACE"
+    #: Only jobs running as this role count (unset: the family has no known execution role).
+    EXECUTION_ROLE_ARN = "EXECUTION_ROLE_ARN"
 
 
 # -- the job family ----------------------------------------------------------------------------------------------------

@@ -25,8 +25,8 @@ def summary(name: str) -> dict[str, Any]:
             "CreationTime": NOW, "TrainingJobStatus": "InProgress"}
 
 
-def description(name: str, secondary: str = "Training", count: int = 1) -> dict[str, Any]:
-    return {
+def description(name: str, secondary: str = "Training", count: int = 1, role: str | None = None) -> dict[str, Any]:
+    return {"RoleArn": role or "arn:aws:iam::123456789012:role/vision-train",
         "TrainingJobName": name, "TrainingJobArn": summary(name)["TrainingJobArn"], "ModelArtifacts": {
             "S3ModelArtifacts": ""}, "TrainingJobStatus": "InProgress", "SecondaryStatus": secondary,
         "AlgorithmSpecification": {"TrainingInputMode": "File", "TrainingImage": "image"},
@@ -74,6 +74,28 @@ def test_only_training_hosts_of_the_family_count_and_values_are_per_gpu(clients)
     # pre-vision-train-* is not in the family; Vision-Train-ccc is still downloading; ddd's host has not reported
     assert measurement.per_gpu == {"vision-train-aaa/algo-1": 50.0, "vision-train-aaa/algo-2": 9.0}
     assert measurement.lowest == ("vision-train-aaa/algo-2", 9.0)
+
+
+def test_a_job_that_borrows_the_prefix_but_not_the_role_does_not_count(clients) -> None:
+    """An idle job under the prefix, started with another role, would have fired the low-GPU alarm (or with its
+    figures stood in for the family's); with the family's role known it is not measured at all."""
+    sagemaker, sm_stub, cloudwatch, cw_stub = clients
+    settings = watch.Settings("vision-train-", 4, execution_role_arn="arn:aws:iam::123456789012:role/vision-train")
+    sm_stub.add_response("list_training_jobs", {"TrainingJobSummaries": [
+        summary("vision-train-idle"), summary("vision-train-real")]}, LISTING)
+    sm_stub.add_response("describe_training_job", description(
+        "vision-train-idle", role="arn:aws:iam::123456789012:role/someone-else"), {"TrainingJobName": "vision-train-idle"})
+    sm_stub.add_response("describe_training_job", description("vision-train-real"),
+                         {"TrainingJobName": "vision-train-real"})
+    cw_stub.add_response("get_metric_data", {"MetricDataResults": [result(0, 360.0)]}, {
+        "MetricDataQueries": ANY, "StartTime": NOW - watch.LOOKBACK, "EndTime": NOW, "ScanBy": "TimestampDescending"})
+
+    measurement = watch.measure(settings, sagemaker, cloudwatch, now=NOW)
+
+    assert measurement.per_gpu == {"vision-train-real/algo-1": 90.0}
+    assert watch.Settings.from_environment({"JOB_NAME_PREFIX": "a-", "GPUS_PER_HOST": "8",
+                                            "EXECUTION_ROLE_ARN": "arn:aws:iam::1:role/r"}).execution_role_arn == (
+        "arn:aws:iam::1:role/r")
 
 
 def test_queries_name_each_host_with_the_sagemaker_dimension(clients) -> None:

@@ -286,15 +286,18 @@ class Harness:
         for entry in entries:
             rule, status = entry.get("RuleConfigurationName"), entry.get("RuleEvaluationStatus")
             if isinstance(rule, str) and rule and isinstance(status, str):
-                self.write_summary(name, rule, status)
+                details = entry.get("StatusDetails")
+                self.write_summary(name, rule, status, details=details if isinstance(details, str) else None)
         return evaluator_event(name, entries)
 
-    def write_summary(self, name: str, rule: str, status: str, *, body: bytes | None = None) -> str:
+    def write_summary(self, name: str, rule: str, status: str, *, body: bytes | None = None,
+                      details: str | None = None) -> str:
         """The evaluator's evaluation-summary.json of one rule of a job (its key is returned)."""
         job = self.world.jobs.get(name) or Job(name=name)
         prefix = job.output_s3_uri.removeprefix(f"s3://{OUTPUT_BUCKET}/").strip("/")
         key = f"{prefix}/{name}/rule-output/{rule}/evaluator-output/evaluation-summary.json"
-        summary = {"rules": [{"RuleConfigurationName": rule, "RuleEvaluationStatus": status}], "Diagnostics": {}}
+        entry = {"RuleConfigurationName": rule, "RuleEvaluationStatus": status, "StatusDetails": details}
+        summary = {"rules": [entry], "Diagnostics": {}}
         self.clients.s3.put_object(Bucket=OUTPUT_BUCKET, Key=key, Body=body or json.dumps(summary).encode())
         self.evaluator_reports[(name, rule)] = status
         return key

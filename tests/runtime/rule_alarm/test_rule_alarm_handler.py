@@ -148,6 +148,10 @@ def test_unknown_job_is_dropped(harness: Harness) -> None:
     assert harness.ledger_items() == []
 
 
+def _summary_key(job: str, rule: str) -> str:
+    return f"output/{job}/rule-output/{rule}/evaluator-output/evaluation-summary.json"
+
+
 def test_evaluator_statuses_are_acted_on_and_merged_with_describe(harness: Harness) -> None:
     job = _start(harness)
     event = harness.evaluator_verdict(
@@ -168,7 +172,10 @@ def test_evaluator_statuses_are_acted_on_and_merged_with_describe(harness: Harne
 
     assert harness.notifications() == {(job, "StepOutlier", "IssuesFound"): 1}
     body = _email(harness.published[0])
-    assert "When:          2025-11-29 10:42:05 UTC" in body  # epoch milliseconds sent as a string
+    # the time is when the evaluator wrote its summary (the event's LastModifiedTime is not trusted)
+    written = harness.clients.s3.head_object(Bucket=OUTPUT_BUCKET, Key=_summary_key(job, "StepOutlier"))
+    assert f"When:          {written['LastModified']:%Y-%m-%d %H:%M:%S} UTC" in body
+    assert "StepOutlier: 14 steps above mean + 3 stddev" in body  # the summary's details
     assert "Reported by:   RuleEvaluator" in body
     assert harness.log_lines().count("ignored malformed rule status entry") == 2
 

@@ -124,8 +124,9 @@ def test_notifications_per_job_stop_at_the_cap_but_the_stop_does_not(aws: AwsCli
         assert harness.retry_queue == []
 
 
-def test_an_overflowing_timestamp_loses_nothing_else(guarded: Harness) -> None:
-    """Valid ISO 8601 whose UTC equivalent is past year 9999: the time is "not reported", the verdicts still count."""
+def test_an_overflowing_timestamp_in_an_evaluator_event_is_not_used(guarded: Harness) -> None:
+    """Valid ISO 8601 whose UTC equivalent is past year 9999: the event's time is not read at all (the time is when
+    the evaluator wrote its summary), and the verdicts still count."""
     job = _family_job(guarded)
     entries = [
         {**ISSUES, "LastModifiedTime": "9999-12-31T23:59:59-05:00"},
@@ -136,7 +137,29 @@ def test_an_overflowing_timestamp_loses_nothing_else(guarded: Harness) -> None:
 
     assert guarded.retry_queue == [] and guarded.unexpected == []
     assert guarded.notifications() == {(job, "StepOutlier", "IssuesFound"): 1, (job, "LowGPUUtilization", "IssuesFound"): 1}
-    assert all("time not reported" in json.loads(params["Message"])["email"] for params in guarded.published)
+    assert not any("time not reported" in json.loads(params["Message"])["email"] for params in guarded.published)
+
+
+def test_a_directly_invoked_evaluator_event_only_makes_the_alarm_read_the_evaluators_report(guarded: Harness) -> None:
+    """lambda:InvokeFunction delivers any event, bypassing the verdict bus. Its status, details and time are ignored:
+    the alarm reads the evaluator's summary and reports what the evaluator wrote, or nothing."""
+    job = _family_job(guarded, "exp-direct-invoke-1")
+    phishing = {**ISSUES, "StatusDetails": "Your job was stopped. Re-enter your credentials at https://evil.example",
+                "LastModifiedTime": "2001-01-01T00:00:00Z"}
+    guarded.invoke(evaluator_event(job, [phishing]))  # nothing written by the evaluator: nothing happens
+    assert guarded.published == [] and guarded.stop_calls == [] and guarded.announced == []
+
+    guarded.write_summary(job, "StepOutlier", "IssuesFound", details="StepOutlier: 14 steps above mean + 3 stddev")
+    guarded.invoke(evaluator_event(job, [phishing]))  # the evaluator's verdict exists: it is reported, in its words
+    (message,) = [json.loads(params["Message"]) for params in guarded.published]
+    assert "StepOutlier: 14 steps above mean + 3 stddev" in message["email"]
+    assert "evil.example" not in json.dumps(message) and "2001-01-01" not in message["email"]
+    (announced,) = guarded.announced
+    assert "evil.example" not in json.dumps(announced)
+
+    claimed_error = {"RuleConfigurationName": "StepOutlier", "RuleEvaluationStatus": "Error"}
+    guarded.invoke(evaluator_event(job, [claimed_error]))  # a claim the report contradicts changes nothing
+    assert len(guarded.published) == 1 and len(guarded.stop_calls) == 1
 
 
 @pytest.mark.parametrize("text", ["9999-12-31T23:59:59-05:00", "0001-01-01T00:00:00+14:00"])

@@ -31,6 +31,8 @@ class Settings:
     job_name_prefix: str
     gpus_per_host: int
     namespace: str = DEFAULT_NAMESPACE
+    #: Only jobs running as this role count (a job that merely borrows the prefix cannot raise or hide the alarm).
+    execution_role_arn: str | None = None
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str]) -> Settings:
@@ -41,7 +43,8 @@ class Settings:
         raw = environ.get(names.GPUS_PER_HOST, "")
         if not raw.isdigit() or int(raw) < 1:
             raise SettingsError(f"{names.GPUS_PER_HOST} must be a whole number of GPUs (1 or more), got {raw!r}")
-        return cls(prefix, int(raw), environ.get(names.METRIC_NAMESPACE) or DEFAULT_NAMESPACE)
+        return cls(prefix, int(raw), environ.get(names.METRIC_NAMESPACE) or DEFAULT_NAMESPACE,
+                   environ.get(names.EXECUTION_ROLE_ARN) or None)
 
 
 @dataclass(frozen=True)
@@ -68,10 +71,13 @@ def training_jobs(sagemaker: Any, prefix: str) -> Iterator[str]:
         kwargs["NextToken"] = page["NextToken"]
 
 
-def training_hosts(sagemaker: Any, job: str) -> list[str]:
-    """The job's hosts while it is in secondary status Training (downloading or starting GPUs are not "low")."""
+def training_hosts(sagemaker: Any, job: str, execution_role_arn: str | None = None) -> list[str]:
+    """The job's hosts while it is in secondary status Training (downloading or starting GPUs are not "low"), and
+    only when it runs as ``execution_role_arn`` (when given)."""
     description = sagemaker.describe_training_job(TrainingJobName=job)
     if description.get("SecondaryStatus") != "Training":
+        return []
+    if execution_role_arn is not None and description.get("RoleArn") != execution_role_arn:
         return []
     resources = description.get("ResourceConfig", {})
     count = resources.get("InstanceCount") or sum(g.get("InstanceCount", 0) for g in resources.get("InstanceGroups", []))
@@ -104,7 +110,7 @@ def latest_gpu_utilization(cloudwatch: Any, hosts: list[str], now: datetime) -> 
 def measure(settings: Settings, sagemaker: Any, cloudwatch: Any, now: datetime | None = None) -> Measurement:
     now = now or datetime.now(timezone.utc)
     jobs = list(training_jobs(sagemaker, settings.job_name_prefix))
-    hosts = [host for job in jobs for host in training_hosts(sagemaker, job)]
+    hosts = [host for job in jobs for host in training_hosts(sagemaker, job, settings.execution_role_arn)]
     summed = latest_gpu_utilization(cloudwatch, hosts, now) if hosts else {}
     return Measurement({host: value / settings.gpus_per_host for host, value in summed.items()})
 

@@ -178,25 +178,26 @@ class RuleAlarmProcessor:
     def _confirmed(
         self, reported: Iterable[RuleStatus], description: Mapping[str, Any], fields: Mapping[str, Any]
     ) -> list[RuleStatus]:
-        """The evaluator's verdicts worth acting on: wanted, for a configured rule, and confirmed by its report."""
-        confirmed = []
-        for status in reported:
-            if not self._wanted(status):
-                continue
+        """The evaluator's verdicts worth acting on, as its reports give them: an evaluator event names the rules to
+        look at again; status, details and time are read from the evaluator's summary of each rule, never the event."""
+        confirmed, reported = [], tuple(reported)
+        for rule in dict.fromkeys(status.rule for status in reported):
             known = self.settings.known_rules
-            if known is not None and status.rule not in known:
+            if known is not None and rule not in known:
                 self._log.warning("ignored evaluator verdict for a rule the alarm does not watch",
-                                  extra={**fields, "rule": status.rule})
+                                  extra={**fields, "rule": rule})
                 continue
-            found, where = reported_status(self._s3, description, status.rule) if self._s3 else (None, "no S3 client")
-            if found != status.status:
+            claimed = [s.status for s in reported if s.rule == rule]
+            found, where = reported_status(self._s3, description, rule) if self._s3 else (None, "no S3 client")
+            if found is None or found.status not in claimed:
                 self._log.warning(
+                    "evaluator event and report disagree; acting on the report" if found is not None else
                     "ignored evaluator verdict its report does not confirm",
-                    extra={**fields, "rule": status.rule, "status": status.status, "report_status": found,
+                    extra={**fields, "rule": rule, "status": claimed, "report_status": found and found.status,
                            "report": where},
                 )
-                continue
-            confirmed.append(status)
+            if found is not None and self._wanted(found):
+                confirmed.append(found)
         return confirmed
 
     # -- sweep ------------------------------------------------------------------------------------------------------

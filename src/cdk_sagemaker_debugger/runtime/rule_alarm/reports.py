@@ -1,9 +1,11 @@
-"""Confirm a RuleEvaluator verdict against the report the evaluator wrote, before acting on it.
+"""Read a RuleEvaluator verdict from the report the evaluator wrote: an evaluator event only says "look again".
 
 The evaluator writes ``<S3OutputPath>/<job>/rule-output/<RuleConfigurationName>/evaluator-output/evaluation-summary.json``
 before it publishes a status change, and the training job's execution role may not write there (ProfiledTrainingJob
-denies it). A verdict whose rule, in that summary, does not have the status the event claims is not acted on: it was
-not the evaluator's, or it is already out of date (the next change comes with its own event).
+denies it). The status, its details and its time come from that summary (the time is when the evaluator wrote it),
+never from the event, so an event delivered by anyone else (a direct ``lambda:InvokeFunction``, a replay) can only
+make the alarm read what the evaluator wrote. A verdict whose summary gives another status than the event claims is
+logged: the event was not the evaluator's, or it is out of date (the current status has its own event).
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
+
+from .events import MalformedEvent, RuleStatus, rule_status_from_entry
 
 # The evaluator's layout (runtime/evaluator/lambda_handler.py and report.py; a test checks they agree).
 REPORT_FOLDER = "evaluator-output"
@@ -46,7 +50,8 @@ def _summary_entry(s3: Any, description: Mapping[str, Any], rule: str) -> tuple[
     bucket, key = location
     where = f"s3://{bucket}/{key}"
     try:
-        body = s3.get_object(Bucket=bucket, Key=key)["Body"].read(MAX_SUMMARY_BYTES + 1)
+        response = s3.get_object(Bucket=bucket, Key=key)
+        body = response["Body"].read(MAX_SUMMARY_BYTES + 1)
     except ClientError as error:
         code = str(error.response.get("Error", {}).get("Code", ""))
         if code in _UNREADABLE:
@@ -61,18 +66,23 @@ def _summary_entry(s3: Any, description: Mapping[str, Any], rule: str) -> tuple[
     entries = summary.get("rules") if isinstance(summary, dict) else None
     for entry in entries if isinstance(entries, list) else ():
         if isinstance(entry, dict) and entry.get("RuleConfigurationName") == rule:
-            return entry, where
+            return {**entry, "LastModifiedTime": response.get("LastModified")}, where
     return None, f"{where}: no entry for the rule"
 
 
-def reported_status(s3: Any, description: Mapping[str, Any], rule: str) -> tuple[str | None, str]:
-    """The status the evaluator's summary gives ``rule``, and where it was read (or why it could not be).
+def reported_status(s3: Any, description: Mapping[str, Any], rule: str) -> tuple[RuleStatus | None, str]:
+    """The evaluator's status of ``rule`` (status, details, and as time when its summary was written), and where it
+    was read (or why it could not be).
 
-    A missing or unreadable summary gives None: nothing confirms the verdict. Other S3 errors (throttling, a network
+    A missing or unreadable summary gives None: there is nothing to act on. Other S3 errors (throttling, a network
     problem) are raised, so the event is retried."""
     entry, where = _summary_entry(s3, description, rule)
-    status = entry.get("RuleEvaluationStatus") if entry is not None else None
-    return (status if isinstance(status, str) else None), where
+    if entry is None:
+        return None, where
+    try:
+        return rule_status_from_entry(entry, reported_by="RuleEvaluator"), where
+    except MalformedEvent as error:
+        return None, f"{where}: {error}"
 
 
 @dataclass(frozen=True)
