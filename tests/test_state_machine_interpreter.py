@@ -337,7 +337,8 @@ def test_sync_integration_is_what_moto_cannot_run(machines: dict[str, list[Machi
 
 
 def test_resolver_refuses_what_it_does_not_know() -> None:
-    template = {"Resources": {"Queue": {"Type": "AWS::SQS::Queue"}}, "Parameters": {"BootstrapVersion": {}}}
+    # a resource type the resolver has no physical name for (it knows queues: the evaluator's environment names one)
+    template = {"Resources": {"Queue": {"Type": "AWS::SQS::QueuePolicy"}}, "Parameters": {"BootstrapVersion": {}}}
     resolver = TemplateResolver("S", template, "us-east-1")
     assert resolver.resolve({"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":x"]]}) == "arn:aws:x"
     for unknown in (
