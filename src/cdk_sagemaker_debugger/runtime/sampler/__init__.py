@@ -8,6 +8,10 @@ container, imports almost nothing)::
 
     with sampler.step():            # one Step:ModeKeys.TRAIN event with args.step_num
         train_step(batch)
+    with sampler.phase("data"):     # per-rank phase timings (data, forward, backward, optimizer, checkpoint)
+        batch = next(iterator)
+    for batch in sampler.wrap(loader):   # time blocked in the DataLoader's __next__, num_workers, pin_memory
+        ...
     sampler.start()                 # explicit start where PYTHONPATH is not honoured; idempotent; never raises
     sampler.flush(); sampler.stop()
     trainer = Trainer(callbacks=[sampler.lightning_callback()])      # or sampler.huggingface_callback()
@@ -20,6 +24,8 @@ _EXPORTS = {
     "start": "api",
     "stop": "api",
     "flush": "api",
+    "phase": "phases",
+    "wrap": "loader",
     "lightning_callback": "callbacks",
     "huggingface_callback": "callbacks",
 }

@@ -13,11 +13,11 @@ import sys
 import threading
 import time
 
-from . import contract, launcher
+from . import contract, heartbeat, launcher, ranks
 from .settings import LOCAL_DIR, ROLE, Settings, SettingsError, from_environment, is_disabled
 from .timeline import MODES, TimelineWriter, phase_name
 
-RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+RANK_VARIABLES = ranks.RANK_VARIABLES
 _state: dict = {"settings": None, "writer": None, "checked": False, "counters": {}, "logged": set()}
 _lock = threading.Lock()
 
@@ -34,11 +34,7 @@ def log_once(key: str, message: str) -> None:
 
 
 def rank() -> int:
-    for name in RANK_VARIABLES:
-        value = os.environ.get(name, "").strip()
-        if value.isdigit():
-            return int(value)
-    return 0
+    return ranks.rank()
 
 
 def _settings_from_environment() -> Settings | None:
@@ -71,8 +67,14 @@ def _writer() -> TimelineWriter | None:
 def _new_writer(settings: Settings) -> TimelineWriter:
     from .layout import framework_token
 
-    writer = TimelineWriter(settings.local_dir, framework_token(settings.node, rank()),
-                            lambda message: log_once("timeline", message))
+    from .idle import shifted_clock, watch_idle
+
+    token = framework_token(settings.node, rank())
+    writer = TimelineWriter(settings.local_dir, token, lambda message: log_once("timeline", message),
+                            clock=shifted_clock(settings.clock_offset_s))
+    writer.offset_s = settings.clock_offset_s  # event times come from time.time(); the files use the writer's clock
+    heartbeat.attach(settings.local_dir, token)
+    watch_idle(writer)
     atexit.register(writer.close)
     launcher.before_stop.append(writer.close)
     return writer
@@ -90,7 +92,9 @@ def record_step(mode: str, step_num: object, start_s: float, end_s: float) -> No
         step_num = counters.get(mode, 0)
         counters[mode] = step_num + 1
     name = phase_name(mode)
-    writer.add(name, name, start_s, end_s, {"pid": os.getpid(), "step_num": str(step_num)})
+    offset = writer.offset_s
+    writer.add(name, name, start_s + offset, end_s + offset, {"pid": os.getpid(), "step_num": str(step_num)})
+    heartbeat.mark()
 
 
 class step:

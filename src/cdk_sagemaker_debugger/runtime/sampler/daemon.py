@@ -16,6 +16,8 @@ from typing import Callable
 
 from . import layout
 from .gpu import gpu_rows, open_gpu_source
+from .gpu_health import NoHealth, open_health_source
+from .hang import HangWatch
 from .minutes import MinuteFiles
 from .procfs import HostSource
 from .records import Formatter
@@ -46,6 +48,10 @@ class Daemon:
                  log: Callable[[str], None] | None = None, lock_fd: int | None = None):
         self.settings = settings
         self.root = settings.local_dir
+        if settings.clock_offset_s and clock is time.time:
+            from .idle import shifted_clock
+
+            clock = shifted_clock(settings.clock_offset_s)
         self.clock = clock
         self.lock_fd = lock_fd
         self.status = Status(settings.node, log or FileLog(os.path.join(self.root, layout.log_file(settings.node))))
@@ -54,6 +60,10 @@ class Daemon:
         self.minutes = MinuteFiles(self.root, settings.node, self.status)
         self.gpu_guard = Guard("gpu_read", self.status)
         self.gpu = None
+        self.health_guard = Guard("gpu_health_read", self.status)
+        self.health = NoHealth()
+        self.hang = HangWatch(self.root, settings.node, settings.on_hang, settings.hang_minutes, settings.watch_pid,
+                              self.status)
         self.uploader = self._uploader()
         self.thread = None
         self.stop_requested = False
@@ -118,6 +128,7 @@ class Daemon:
         self.minutes.recover(int(self.clock() // 60) * 60)
         self.gpu = open_gpu_source(self.settings.nvml_library, self.settings.interval_ms, self.status)
         self.status.set("gpu_source", self.gpu.name)
+        self.health = open_health_source(self.gpu, self.settings.nvml_library, self.settings.interval_ms, self.status)
         where = self.status.info.get("destination", "no upload")
         self.status.log(f"started (pid {os.getpid()}): every {self.settings.interval_ms} ms, node "
                         f"{self.settings.node}, into {self.root} ({where}), GPUs from {self.gpu.name}")
@@ -148,6 +159,7 @@ class Daemon:
             if end is not None:
                 wait = min(wait, end - time.monotonic())
             self._wait(min(max(wait, 0.0), CHECK_EVERY_S))
+            self.hang.check()
             if self.settings.watch_pid and not process_alive(self.settings.watch_pid):
                 self.status.set("stopped_because", f"process {self.settings.watch_pid} exited")
                 return
@@ -169,7 +181,8 @@ class Daemon:
     def sample(self) -> None:
         """One sample of every group, in the agent's order: i/o, cpu, memory, gpu, network."""
         started = self.clock()
-        text = self.host.before_gpu() + self.gpu_guard.run(self._gpu_lines) + self.host.after_gpu()
+        text = (self.host.before_gpu() + self.gpu_guard.run(self._gpu_lines) + self.health_guard.run(self._health_lines)
+                + self.host.after_gpu())
         finished = self.minutes.append(started, text)
         self.status.count("samples")
         if finished is not None:
@@ -181,6 +194,10 @@ class Daemon:
             return ""
         self.status.set("gpus", len(values))
         return self.formatter.group(self.clock(), gpu_rows(values))
+
+    def _health_lines(self) -> str:
+        rows = self.health.rows()
+        return self.formatter.group(self.clock(), rows) if rows else ""
 
     def _publish(self) -> None:
         self.status.save(os.path.join(self.root, layout.status_file(self.settings.node)))
@@ -199,6 +216,7 @@ class Daemon:
         self.minutes.finish()
         if self.gpu is not None:
             self.gpu.close()
+        self.health.close()
         if self.settings.end_marker:
             try:
                 write_atomic(os.path.join(self.root, layout.END_MARKER), b"")

@@ -92,9 +92,12 @@ class SmiSource:
     """One long-lived ``nvidia-smi -lms <interval>``: each sample drains its output without blocking."""
 
     name = "nvidia-smi"
+    #: What to ask and how to read a line (gpu_health.SmiHealth asks for other fields through the same process logic).
+    query = SMI_QUERY
+    parse = staticmethod(parse_smi_line)
 
     def __init__(self, executable: str, interval_ms: int, status: Status):
-        self.command = [executable, SMI_QUERY, SMI_FORMAT, "-lms", str(interval_ms)]
+        self.command = [executable, self.query, SMI_FORMAT, "-lms", str(interval_ms)]
         self.status = status
         self.latest: dict = {}
         self.buffer = b""
@@ -122,7 +125,7 @@ class SmiSource:
                 self._take(line.decode("utf-8", "replace"))
 
     def _take(self, line: str) -> None:
-        parsed = parse_smi_line(line)
+        parsed = self.parse(line)
         if parsed is not None:
             self.latest[parsed[0]] = parsed
             self.restarts = 0

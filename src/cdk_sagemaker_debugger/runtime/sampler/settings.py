@@ -23,6 +23,9 @@ NVML_LIBRARY = "CDK_SAGEMAKER_SAMPLER_NVML_LIBRARY"
 CONFIG_DIR = "CDK_SAGEMAKER_SAMPLER_CONFIG_DIR"
 #: "auto" (= "stdlib": urllib + SigV4, the lighter client) or "boto3" (boto3's credential chain, about 28 MB more).
 UPLOADER = "CDK_SAGEMAKER_SAMPLER_UPLOADER"
+#: Seconds added to the wall clock of the sampler and of the step events (tests only: a short run can then cross
+#: a minute boundary, the only point at which the evaluator judges a minute).
+CLOCK_OFFSET = "CDK_SAGEMAKER_SAMPLER_CLOCK_OFFSET_S"
 #: The training job's name, as SageMaker sets it in every training container.
 JOB_NAME = "TRAINING_JOB_NAME"
 #: Standard AWS SDK variables for an S3 endpoint override (moto in tests, a VPC endpoint URL in production).
@@ -55,6 +58,9 @@ class Settings:
     watch_pid: int | None = None
     end_marker: bool = False
     prune_uploaded: bool = False
+    on_hang: str = "log"
+    hang_minutes: float = contract.DEFAULT_HANG_MINUTES
+    clock_offset_s: float = 0.0
 
     def with_changes(self, **changes: object) -> Settings:
         return replace(self, **changes).validated()
@@ -66,6 +72,11 @@ class Settings:
             split_s3_uri(self.s3_uri)
         if self.uploader not in UPLOADERS:
             raise SettingsError(f"{UPLOADER}={self.uploader!r}: use one of {', '.join(UPLOADERS)}.")
+        if self.on_hang not in contract.HANG_ACTIONS:
+            raise SettingsError(f"{contract.ON_HANG}={self.on_hang!r}: use one of {', '.join(contract.HANG_ACTIONS)}.")
+        if not (isinstance(self.hang_minutes, (int, float)) and 0 < self.hang_minutes <= 10080):
+            raise SettingsError(f"{contract.HANG_MINUTES}={self.hang_minutes!r}: use minutes above 0 and at most 10080 "
+                                "(a week), for example 10.")
         if not self.local_dir:
             raise SettingsError(f"{LOCAL_DIR}: the local folder is empty; set it to a writable folder.")
         return self
@@ -140,6 +151,19 @@ def flag(env: dict, name: str, default: bool) -> bool:
     return value == "1"
 
 
+def number(env: dict, name: str, default: float) -> float:
+    value = env.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        result = float(value)
+    except ValueError:
+        result = float("nan")
+    if result != result or result in (float("inf"), float("-inf")):
+        raise SettingsError(f"{name}={value!r}: expected a number, for example {default!r}.")
+    return result
+
+
 def is_disabled(env: dict) -> bool:
     return env.get(contract.DISABLED, "").strip() == "1"
 
@@ -169,6 +193,9 @@ def from_environment(env: dict | None = None, **overrides: object) -> Settings:
         "nvml_library": env.get(NVML_LIBRARY, "").strip() or DEFAULT_NVML_LIBRARY,
         "uploader": env.get(UPLOADER, "").strip() or "auto",
         "endpoint_url": endpoint_from(env),
+        "on_hang": env.get(contract.ON_HANG, "").strip() or "log",
+        "hang_minutes": number(env, contract.HANG_MINUTES, contract.DEFAULT_HANG_MINUTES),
+        "clock_offset_s": number(env, CLOCK_OFFSET, 0.0),
     }
     for key, value in overrides.items():
         if key not in Settings.__dataclass_fields__:

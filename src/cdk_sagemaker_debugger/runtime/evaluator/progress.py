@@ -1,0 +1,123 @@
+"""Progress per rank and liveness per node, gathered while files are read rather than window by window.
+
+Windows close only as far as every stream has data: when training hangs its framework traces stop, so the windows
+after the hang never close while the job runs. What TrainingHang and the silent-node report need is therefore kept
+here, updated from every file as it is read: per rank the first and last progress event and the longest pause seen
+between two of them; per node the newest system record; per GPU a few minutes of utilisation and power (for the
+signature of a hang: busy at low power, or idle). Everything is counts, sums and maxima, so two states merge.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .readers import TraceEvent
+
+#: Events that show a rank progressing: steps, phases and the data loader's batches.
+PROGRESS_PREFIXES = ("Step:ModeKeys", "Phase:", "DataLoaderIter")
+GPU_MINUTES_KEPT = 30
+
+
+def is_progress(phase: str) -> bool:
+    return phase.startswith(PROGRESS_PREFIXES) and phase != "DataLoaderIterInitialize"
+
+
+def rank_label(rank_node: str) -> str:
+    """``algo-1-3`` (the readers' name for rank 3's traces on algo-1) -> ``rank 3 (algo-1)``."""
+    host, _, rank = rank_node.rpartition("-")
+    return f"rank {rank} ({host})" if host.startswith("algo-") and rank.isdigit() else rank_node
+
+
+def host_of(rank_node: str) -> str:
+    host, _, rank = rank_node.rpartition("-")
+    return host if host.startswith("algo-") and rank.isdigit() else rank_node
+
+
+class Progress:
+    def __init__(self) -> None:
+        #: rank node id -> [first end us, last end us, events, longest pause us]
+        self.ranks: dict[str, list[int]] = {}
+        #: node -> newest system record (epoch seconds)
+        self.nodes: dict[str, float] = {}
+        #: node -> gpu -> minute (epoch s // 60) -> [util sum, util n, power sum, power n, power limit]
+        self.gpus: dict[str, dict[str, dict[int, list[float]]]] = {}
+
+    # ---- input
+    def add_events(self, events: list[TraceEvent]) -> None:
+        for ev in sorted((e for e in events if is_progress(e.phase)), key=lambda e: e.end_us):
+            entry = self.ranks.get(ev.node)
+            if entry is None:
+                self.ranks[ev.node] = [ev.end_us, ev.end_us, 1, 0]
+                continue
+            if ev.end_us > entry[1]:
+                entry[3] = max(entry[3], ev.end_us - entry[1])
+                entry[1] = ev.end_us
+            entry[0] = min(entry[0], ev.end_us)
+            entry[2] += 1
+
+    def add_system(self, node: str, records: list[dict[str, Any]]) -> None:
+        if not records:
+            return
+        newest = max(records[0]["Timestamp"], records[-1]["Timestamp"])
+        if newest > self.nodes.get(node, 0.0):
+            self.nodes[node] = newest
+        gpus = None
+        for r in records:
+            if r["Type"] != "gpu":
+                continue
+            dim = r["Dimension"]
+            column = 0 if dim == "GPUUtilization" else 2 if dim == "GPUPowerDraw" else 4 if dim == "GPUPowerLimit" \
+                else None
+            if column is None:
+                continue
+            if gpus is None:
+                gpus = self.gpus.setdefault(node, {})
+            minutes = gpus.setdefault(r["Name"], {})
+            minute = int(r["Timestamp"] // 60)
+            bucket = minutes.get(minute)
+            if bucket is None:
+                bucket = minutes[minute] = [0.0, 0, 0.0, 0, 0.0]
+                for old in sorted(minutes)[:-GPU_MINUTES_KEPT]:
+                    del minutes[old]
+            if column == 4:
+                bucket[4] = r["Value"]
+            else:
+                bucket[column] += r["Value"]
+                bucket[column + 1] += 1
+
+    # ---- questions
+    def newest_s(self) -> float | None:
+        return max(self.nodes.values(), default=None)
+
+    def gpu_signature(self, node: str, since_s: float) -> dict[str, dict[str, float]]:
+        """Per GPU of ``node``: mean utilisation and power (and power / limit) over the minutes from ``since_s``."""
+        result = {}
+        for gpu, minutes in self.gpus.get(node, {}).items():
+            kept = [b for m, b in minutes.items() if (m + 1) * 60 > since_s]
+            util_n, power_n = sum(b[1] for b in kept), sum(b[3] for b in kept)
+            if not util_n:
+                continue
+            entry = {"utilization": sum(b[0] for b in kept) / util_n}
+            if power_n:
+                entry["power_w"] = sum(b[2] for b in kept) / power_n
+                limit = max((b[4] for b in kept), default=0.0)
+                if limit > 0:
+                    entry["power_share"] = entry["power_w"] / limit
+            result[gpu] = entry
+        return result
+
+    # ---- persistence
+    def to_state(self) -> dict[str, Any]:
+        return {"ranks": self.ranks, "nodes": self.nodes,
+                "gpus": {n: {g: [[m, *b] for m, b in ms.items()] for g, ms in gs.items()} for n, gs in self.gpus.items()}}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any] | None) -> Progress:
+        progress = cls()
+        if not state:
+            return progress
+        progress.ranks = {k: list(v) for k, v in state.get("ranks", {}).items()}
+        progress.nodes = dict(state.get("nodes", {}))
+        progress.gpus = {n: {g: {int(row[0]): list(row[1:]) for row in rows} for g, rows in gs.items()}
+                         for n, gs in state.get("gpus", {}).items()}
+        return progress
