@@ -21,7 +21,7 @@ all: test
 $(VENV)/.stamp-deps: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,torch]'
 	touch $@
 
 venv: $(VENV)/.stamp-deps

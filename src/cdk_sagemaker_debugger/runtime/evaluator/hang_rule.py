@@ -15,8 +15,9 @@ from .progress import Progress, host_of, rank_label
 from .rules import Facts, ProfilerRule, _some
 from .window import WindowContext
 
-#: The ranks that stopped within this long of the first one are named as "stopped first".
-FIRST_STOP_SLACK_US = 2_000_000
+#: The ranks that stopped within this long of the first one are named as "stopped first". The others waited in a
+#: collective for it, and finished at least one more phase (the forward pass) before they blocked.
+FIRST_STOP_SLACK_US = 1_000
 BUSY_UTILIZATION = 50.0
 IDLE_UTILIZATION = 10.0
 

@@ -14,10 +14,13 @@ import signal
 import time
 from typing import Callable
 
-from .heartbeat import heartbeat_folder
+from .heartbeat import heartbeat_folder, write_out_request
 
 PAUSE_FACTOR = 2.0
 CHECK_EVERY_S = 1.0
+#: Between asking the training processes to write out their timelines and SIGTERM (their write-out thread looks
+#: once a second).
+WRITE_OUT_GRACE_S = 3.0
 #: After SIGTERM, the group gets this long to exit (torchrun forwards it to its workers) before SIGKILL.
 KILL_AFTER_S = 30.0
 
@@ -55,6 +58,8 @@ class HangWatch:
     def __init__(self, root: str, node: str, action: str, minutes: float, watch_pid: int | None, status: object,
                  clock: Callable[[], float] = time.time, kill: Callable[[int, int], None] = os.killpg):
         self.folder = heartbeat_folder(root)
+        self.request = write_out_request(root)
+        self.terminated = False
         self.node, self.action, self.minutes, self.watch_pid = node, action, minutes, watch_pid
         self.status, self.clock, self.kill = status, clock, kill
         self.newest: float | None = None
@@ -104,11 +109,24 @@ class HangWatch:
         self.status.set("hang", {"at": now, "stalled_s": round(stalled, 1), "action": self.action})
         self.status.fail("hang", line)
         tell_job_log(self.watch_pid, line)
-        if self.group is not None:
-            self._signal(signal.SIGTERM)
+        self._ask_write_out()
+
+    def _ask_write_out(self) -> None:
+        """The last events of every rank, out of .partial/ and into the upload (who stopped first)."""
+        try:
+            with open(self.request, "a", encoding="ascii"):
+                pass
+            os.utime(self.request)
+        except OSError as exc:
+            self.status.fail("write", f"cannot ask for the timelines to be written out: {exc}")
 
     def _escalate(self, now: float) -> None:
-        if self.group is not None and now - self.fired_at > KILL_AFTER_S:
+        if self.group is None:
+            return
+        if not self.terminated and now - self.fired_at >= WRITE_OUT_GRACE_S:
+            self.terminated = True
+            self._signal(signal.SIGTERM)
+        elif self.terminated and now - self.fired_at > WRITE_OUT_GRACE_S + KILL_AFTER_S:
             self._signal(signal.SIGKILL)
             self.group = None
 

@@ -11,12 +11,19 @@ import os
 import time
 
 HEARTBEAT_DIR = ".heartbeat"
+#: Next to the heartbeat folder, so that it never counts as progress.
+WRITE_OUT_FILE = ".heartbeat-write-out"
 MARK_EVERY_S = 1.0
 _state: dict = {"path": None, "last": 0.0, "pid": None}
 
 
 def heartbeat_folder(root: str) -> str:
     return os.path.join(root, HEARTBEAT_DIR)
+
+
+def write_out_request(root: str) -> str:
+    """Touched by the sampler to ask every training process to write out its open timeline file (idle.py)."""
+    return os.path.join(root, WRITE_OUT_FILE)
 
 
 def attach(root: str, token: str) -> None:
