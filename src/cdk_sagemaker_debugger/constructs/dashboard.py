@@ -19,11 +19,13 @@ from constructs import Construct
 
 from ..model.contract import DEFAULT_NAMESPACE, GPU_WATCH_DIMENSION, LOWEST_GPU_UTILIZATION_METRIC, GpuWatchEnvironment
 from ..model.errors import ConfigurationError, ConfigurationTypeError
+from ..model.health_rules import HEALTH_RULE_SPECS
 from ..model.parameters import is_token
 from ..model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_REPORT, PROFILER_RULE_SPECS
 from ..model.rule_engine import RuleEngine
 from ..runtime.evaluator.cloudwatch import instance_devices, known_without_gpu
 from ._alarm_actions import AlarmActions
+from ._health_widgets import health_rule_rows
 from ._common import RuntimeFunction, acknowledge_wildcards, concrete_region, runtime_function
 from .family import TrainingJobs, check_training_jobs
 from .rule_alarm import RuleAlarm
@@ -52,7 +54,8 @@ CHART_THRESHOLDS: Mapping[str, tuple[tuple[str, str], ...]] = {
 def rule_thresholds(configurations: Iterable[Mapping[str, Any]], rule: str, parameter: str) -> dict[float, list[str]]:
     """``{value: [rule configuration names]}`` of ``rule``'s ``parameter`` in a rule set, standalone or inside
     ProfilerReport (its ``<rule>_<parameter>`` override, else the default). Tokens and custom rules are skipped."""
-    default = next(p.default for p in PROFILER_RULE_SPECS[rule].parameters if p.name == parameter)
+    spec = PROFILER_RULE_SPECS.get(rule) or HEALTH_RULE_SPECS[rule]
+    default = next(p.default for p in spec.parameters if p.name == parameter)
     found: dict[float, list[str]] = {}
     for config in configurations:
         parameters = config.get("parameters", {})
@@ -341,6 +344,8 @@ class TrainingDashboard(Construct):
         if verdicts or executions:
             width = 24 // (verdicts + executions)
             rows.append([*([self._verdicts(width)] if verdicts else []), *([self._executions(width)] if executions else [])])
+        rows += health_rule_rows(self._rule_configurations(), self._namespace, self.job_name_prefix,
+                                 rule_thresholds, _TRAINING_PERIOD)
         components = self._components()
         if components:
             rows.append([self._health(title, part, 24 // len(components)) for title, part in components])

@@ -17,6 +17,7 @@ from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
 from ..model.errors import ConfigurationError, ConfigurationTypeError
+from ..model.health_rules import is_health_rule
 from ..model.metric_rules import is_metric_rule
 from ..model.parameters import is_token
 from ..model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
@@ -73,7 +74,8 @@ def _configs(rules: Sequence[ProfilerRule], where: str) -> list[dict[str, Any]]:
         if not isinstance(rule, ProfilerRule):
             raise ConfigurationTypeError(f"expected profiler rules, got {type(rule).__name__}.", where=where,
                                          field="rules", value=rule)
-        builtin = rule.rule_to_invoke == PROFILER_REPORT or rule.rule_to_invoke in PROFILER_RULE_SPECS
+        builtin = rule.rule_to_invoke == PROFILER_REPORT or rule.rule_to_invoke in PROFILER_RULE_SPECS \
+            or is_health_rule(rule)
         if not builtin and not is_metric_rule(rule):  # metric rules: model/metric_rules.py
             raise ConfigurationError(
                 f"rule {rule.name!r} runs {rule.rule_to_invoke!r}, which is not a built-in profiler rule; the evaluator "

@@ -38,6 +38,7 @@ from ..model.job_family import job_name_pattern
 from ..model.metric_rules import MetricRule, check_metric_names
 from ..model.parameters import is_token
 from ..model.pipeline_definition import PIPELINE_JOB_NAME_PREFIX, training_step
+from ..model.health_rules import is_health_rule
 from ..model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
 from ..model.profiler_config import ProfilerConfig, framework_profiling_deprecation
 from ..model.profiler_rules import ProfilerRule
@@ -1167,6 +1168,8 @@ class ProfiledTrainingJob(Construct):
 
     def _check_metric_rule(self, rule: ProfilerRule) -> None:
         """A metric rule runs in the RuleEvaluator only, on metrics this job's MetricDefinitions produce."""
+        if is_health_rule(rule) and self.rule_engine is RuleEngine.DEBUGGER:
+            raise rule.debugger_error(where=self._where)  # type: ignore[attr-defined]
         if not isinstance(rule, MetricRule):
             return
         if self.rule_engine is RuleEngine.DEBUGGER:
@@ -1176,7 +1179,7 @@ class ProfiledTrainingJob(Construct):
             check_metric_names(rule, names, where=self._where)  # type: ignore[arg-type]
 
     def _refuse_custom_rule(self, rule: ProfilerRule) -> None:
-        if isinstance(rule, MetricRule):
+        if isinstance(rule, MetricRule) or is_health_rule(rule):
             return
         if rule.rule_to_invoke != PROFILER_REPORT and rule.rule_to_invoke not in PROFILER_RULE_SPECS:
             raise ConfigurationError(

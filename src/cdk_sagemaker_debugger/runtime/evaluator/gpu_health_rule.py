@@ -34,13 +34,17 @@ class GPUHealth(ProfilerRule):
                         if x.strip().isdigit()}
 
     def evaluate(self, ctx: WindowContext) -> bool:
+        worst = None
         for node, gpus in ctx.system.health.items():
             for gpu, dims in gpus.items():
-                self._judge(f"{node}/{gpu}", dims)
+                share = self._judge(f"{node}/{gpu}", dims)
+                worst = share if worst is None or (share is not None and share > worst) else worst
+        if worst is not None:
+            self.report["Gauge"] = round(worst, 1)  # the most throttled GPU of this window, percent of its samples
         self.report["Details"] = {name: dict(v, problems=sorted(v["problems"])) for name, v in sorted(self.gpus.items())}
         return self.triggered()
 
-    def _judge(self, name: str, dims: dict[str, list[float]]) -> None:
+    def _judge(self, name: str, dims: dict[str, list[float]]) -> float | None:
         g = self.gpus.setdefault(name, {"samples": 0, "throttled": 0, "power_capped": 0, "max_temperature": None,
                                         "xids": [], "ecc": 0.0, "remap": 0.0, "problems": []})
         reasons = [int(v) for v in dims.get("GPUThrottleReasons", [])]
@@ -74,6 +78,7 @@ class GPUHealth(ProfilerRule):
         if problems:
             g["problems"] = sorted(set(g["problems"]) | set(problems))[:10]
             self._violation(len(problems))
+        return 100 * len(bad) / len(reasons) if reasons else None
 
     def explain(self) -> str | None:
         items = [f"{name}: {'; '.join(v['problems'])}" for name, v in self.report["Details"].items() if v["problems"]]

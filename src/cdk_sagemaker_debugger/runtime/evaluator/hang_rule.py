@@ -76,6 +76,9 @@ class TrainingHang(ProfilerRule):
             details["silent_nodes"] = silent
         self.report["Details"] = details
         self.report["Datapoints"] = sum(entry[2] for entry in progress.ranks.values())
+        # minutes since the longest-stalled rank last progressed (the dashboard draws it against `minutes`)
+        oldest = min(entry[1] for entry in progress.ranks.values())
+        self.report["Gauge"] = round(max(now_s - oldest / 1e6, 0.0) / 60, 2)
         violations = len(stuck) + len(silent)
         self.report["RuleTriggered"] = 1 if violations else 0
         self.report["Violations"] = violations

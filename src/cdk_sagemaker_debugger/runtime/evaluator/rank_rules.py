@@ -63,6 +63,7 @@ class DataWait(ProfilerRule):
 
     def evaluate(self, ctx: WindowContext) -> bool:
         threshold = float(self.params["threshold"]) / 100
+        latest = 0.0
         for rank, entry in rank_phases(ctx.framework).items():
             span = entry["end"] - entry["start"]
             if not entry["data_n"] or span <= 0:
@@ -73,6 +74,7 @@ class DataWait(ProfilerRule):
                     continue
                 sums = self.ranks[rank] = [0, 0, 0, 0, 0.0]
             share = min(entry["data"] / span, 1.0)
+            latest = max(latest, share)
             sums[0] += entry["data"]
             sums[1] += span
             sums[2] += entry["data_n"]
@@ -85,6 +87,8 @@ class DataWait(ProfilerRule):
             rank: {"share_percent": round(100 * s[0] / s[1], 1) if s[1] else 0.0, "batches": s[2],
                    "windows_over_threshold": s[3], "worst_window_percent": round(100 * s[4], 1)}
             for rank, s in sorted(self.ranks.items())}
+        if self.ranks:
+            self.report["Gauge"] = round(100 * latest, 1)  # the highest share of this window, in percent
         return self.triggered()
 
     def explain(self) -> str | None:
@@ -141,6 +145,8 @@ class Straggler(ProfilerRule):
         if len(scores) < 2:
             return
         fastest = min(scores.values())
+        if fastest > 0:
+            self.report["Gauge"] = round(min(max(scores.values()) / fastest, 1e6), 2)  # this window's slowest ratio
         for rank, score in scores.items():
             v = self.ranks.get(rank)
             if v is None:
