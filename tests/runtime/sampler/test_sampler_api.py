@@ -170,4 +170,4 @@ def test_the_public_shim_exports_the_api_without_aws_cdk():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aws_cdk', 'jsii', 'constructs')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.splitlines() == [
-        "['flush', 'huggingface_callback', 'lightning_callback', 'start', 'step', 'stop']", "[]"]
+        "['flush', 'huggingface_callback', 'lightning_callback', 'phase', 'start', 'step', 'stop', 'wrap']", "[]"]
