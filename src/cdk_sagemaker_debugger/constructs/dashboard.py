@@ -25,8 +25,8 @@ from ..model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_RE
 from ..model.rule_engine import RuleEngine
 from ..runtime.evaluator.cloudwatch import instance_devices, known_without_gpu
 from ._alarm_actions import AlarmActions
-from ._health_widgets import health_rule_rows
 from ._common import RuntimeFunction, acknowledge_wildcards, concrete_region, runtime_function
+from ._health_widgets import health_rule_rows
 from .family import TrainingJobs, check_training_jobs
 from .rule_alarm import RuleAlarm
 from .rule_evaluator import METRIC_NAME as RULE_METRIC_NAME

@@ -33,12 +33,12 @@ from ..model.debugger_rules import CustomRule, Rule, RulePermissions
 from ..model.distribution import DebuggerFeatures, Distribution, check_debugger_compatibility, is_trainium
 from ..model.errors import ConfigurationError, ConfigurationTypeError, UnsupportedRegionError
 from ..model.frameworks import FrameworkInfo, parse_training_image
+from ..model.health_rules import is_health_rule
 from ..model.images import DEBUGGER_UNSUPPORTED_REGIONS, partition_of
 from ..model.job_family import job_name_pattern
 from ..model.metric_rules import MetricRule, check_metric_names
 from ..model.parameters import is_token
 from ..model.pipeline_definition import PIPELINE_JOB_NAME_PREFIX, training_step
-from ..model.health_rules import is_health_rule
 from ..model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
 from ..model.profiler_config import ProfilerConfig, framework_profiling_deprecation
 from ..model.profiler_rules import ProfilerRule

@@ -17,6 +17,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .codec import decode, encode
+from .progress import Progress
 from .readers import (
     END_MARKERS,
     FrameworkFile,
@@ -40,7 +41,6 @@ from .rules import (
     rule_class,
     split_report_overrides,
 )
-from .progress import Progress
 from .storage import EvaluationInputError, Store
 from .timeline import Timeline
 from .window import SystemWindow, WindowContext

@@ -65,9 +65,8 @@ def _writer() -> TimelineWriter | None:
 
 
 def _new_writer(settings: Settings) -> TimelineWriter:
-    from .layout import framework_token
-
     from .idle import shifted_clock, watch_idle
+    from .layout import framework_token
 
     token = framework_token(settings.node, rank())
     writer = TimelineWriter(settings.local_dir, token, lambda message: log_once("timeline", message),
