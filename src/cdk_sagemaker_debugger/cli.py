@@ -25,6 +25,7 @@ from . import __version__
 from .cli_aws import AwsClients, AwsSetupError, access_hint, evaluate_cloudwatch, explain, find_job_data
 from .cli_progress import Progress, on_a_terminal
 from .model.errors import ConfigurationError, did_you_mean
+from .model.health_rules import HEALTH_RULE_CLASSES, HEALTH_RULE_SPECS
 from .model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_REPORT, PROFILER_RULE_SPECS
 from .rules import RULE_CLASSES, from_name
 from .runtime.evaluator import cloudwatch
@@ -71,8 +72,9 @@ def parse_rule_option(option: str) -> RuleConfig:
     """``LowGPUUtilization:patience=100,window=60`` -> a validated RuleConfig (validated by the model layer)."""
     name, _, spec = option.partition(":")
     name = name.strip()
-    if name not in RULE_CLASSES:
-        raise UsageError(f"--rule {option!r}: unknown rule {name!r}.{did_you_mean(name, RULE_CLASSES)} "
+    known = {**RULE_CLASSES, **HEALTH_RULE_CLASSES}
+    if name not in known:
+        raise UsageError(f"--rule {option!r}: unknown rule {name!r}.{did_you_mean(name, known)} "
                          f"Run 'cdk-sagemaker-debugger rules' for the catalog.")
     params: dict[str, Any] = {}
     for item in filter(None, (p.strip() for p in spec.split(","))):
@@ -81,7 +83,7 @@ def parse_rule_option(option: str) -> RuleConfig:
             raise UsageError(f"--rule {option!r}: {item!r} is not param=value (e.g. {name}:patience=100,window=60).")
         params[key.strip()] = coerce_parameter(value)
     try:
-        rule = from_name(name, **params)
+        rule = HEALTH_RULE_CLASSES[name](**params) if name in HEALTH_RULE_CLASSES else from_name(name, **params)
     except ConfigurationError as exc:
         raise UsageError(f"--rule {option!r}: {exc}") from exc
     except TypeError as exc:
@@ -263,7 +265,7 @@ def rules_catalog() -> dict[str, Any]:
     rules: list[dict[str, Any]] = [
         {"name": name, "summary": spec.summary,
          "parameters": [{"name": p.name, "default": p.default, "description": p.doc} for p in listed_parameters(spec)]}
-        for name, spec in PROFILER_RULE_SPECS.items()
+        for name, spec in {**PROFILER_RULE_SPECS, **HEALTH_RULE_SPECS}.items()
     ]
     rules.append({"name": PROFILER_REPORT, "summary": "Runs every rule above with its defaults and writes the HTML "
                   "report; override a rule's parameter with <RuleName>_<parameter>=<value>.", "parameters": [],
@@ -275,7 +277,7 @@ def cmd_rules(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     if args.format == "json":
         stdout.write(json.dumps(rules_catalog(), indent=2) + "\n")
         return EXIT_OK
-    for name, spec in PROFILER_RULE_SPECS.items():
+    for name, spec in {**PROFILER_RULE_SPECS, **HEALTH_RULE_SPECS}.items():
         stdout.write(f"{name}\n    {spec.summary}\n")
         params = listed_parameters(spec)
         for p in params:
