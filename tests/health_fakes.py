@@ -11,10 +11,9 @@ FAKE_NVML_TEMP (60), FAKE_NVML_THROTTLE (0, a bit mask) on FAKE_NVML_THROTTLE_GP
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
 from pathlib import Path
+
+from sampler_fakes import compile_library, write_smi_script
 
 FAKE_HEALTH_NVML_C = r"""
 #include <stdlib.h>
@@ -96,19 +95,9 @@ while True:
 
 def compile_health_nvml(folder: Path) -> Path | None:
     """``libfake-health-nvml.so`` built with the machine's C compiler; None when there is none."""
-    compiler = shutil.which("gcc") or shutil.which("cc")
-    if compiler is None:
-        return None
-    folder.mkdir(parents=True, exist_ok=True)
-    source, library = folder / "fake_health_nvml.c", folder / "libfake-health-nvml.so"
-    source.write_text(FAKE_HEALTH_NVML_C)
-    subprocess.run([compiler, "-shared", "-fPIC", "-o", str(library), str(source)], check=True, capture_output=True)
-    return library
+    return compile_library(folder, "fake-health-nvml", FAKE_HEALTH_NVML_C)
 
 
 def write_health_smi(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "nvidia-smi"
-    path.write_text(FAKE_HEALTH_SMI.replace("{python}", sys.executable))
-    path.chmod(0o755)
-    return path
+    """An executable ``nvidia-smi`` answering both queries (put ``folder`` first on PATH)."""
+    return write_smi_script(folder, FAKE_HEALTH_SMI)

@@ -29,7 +29,7 @@ import ctypes
 import subprocess
 import time
 
-from .gpu import MAX_SMI_RESTARTS, SMI_FORMAT, SmiSource  # noqa: F401 - MAX_SMI_RESTARTS documents the shared policy
+from .gpu import SMI_FORMAT, NoGpu, SmiSource
 
 SLOW_EVERY_S = 10.0
 NVML_SUCCESS = 0
@@ -224,14 +224,9 @@ class SmiHealth(SmiSource):
         return [("gpu", f"gpu{index}", dim, value) for index, values in self.read() for dim, value in values]
 
 
-class NoHealth:
-    name = "none"
-
+class NoHealth(NoGpu):
     def rows(self) -> list:
         return []
-
-    def close(self) -> None:
-        pass
 
 
 def open_health_source(gpu_source: object, nvml_library: str, interval_ms: int, status: object) -> object:
