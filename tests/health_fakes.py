@@ -13,26 +13,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sampler_fakes import compile_library, write_smi_script
+from sampler_fakes import FAKE_NVML_DEVICES_C, compile_library, write_smi_script
 
-FAKE_HEALTH_NVML_C = r"""
-#include <stdlib.h>
-#include <stddef.h>
-typedef struct { unsigned int gpu; unsigned int memory; } nvmlUtilization_t;
+FAKE_HEALTH_NVML_C = FAKE_NVML_DEVICES_C + r"""
 typedef struct { void *device; unsigned long long eventType; unsigned long long eventData;
                  unsigned int gpuInstanceId; unsigned int computeInstanceId; } nvmlEventData_t;
 static long env(const char *name, long fallback) { const char *v = getenv(name); return v ? strtol(v, 0, 0) : fallback; }
-static unsigned int count(void) { return (unsigned int)env("FAKE_NVML_GPUS", 2); }
 static long gpu(void *handle) { return (long)(size_t)handle - 1; }
 static int xid_sent = 0;
-int nvmlInit_v2(void) { return 0; }
-int nvmlShutdown(void) { return 0; }
-int nvmlDeviceGetCount_v2(unsigned int *n) { *n = count(); return 0; }
-int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **handle) {
-    if (i >= count()) return 2;
-    *handle = (void *)(size_t)(i + 1);
-    return 0;
-}
 int nvmlDeviceGetUtilizationRates(void *h, nvmlUtilization_t *r) {
     r->gpu = (unsigned int)env("FAKE_NVML_UTIL", 95); r->memory = 40; return 0;
 }

@@ -30,7 +30,8 @@ while True:
     time.sleep(loop_ms / 1000.0)
 '''
 
-FAKE_NVML_C = r"""
+#: The devices of a fake NVML: FAKE_NVML_GPUS (2) GPUs whose handles are their index + 1.
+FAKE_NVML_DEVICES_C = r"""
 #include <stdlib.h>
 #include <stddef.h>
 typedef struct { unsigned int gpu; unsigned int memory; } nvmlUtilization_t;
@@ -43,6 +44,9 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **handle) {
     *handle = (void *)(size_t)(i + 1);
     return 0;
 }
+"""
+
+FAKE_NVML_C = FAKE_NVML_DEVICES_C + r"""
 /* gpu<i>: utilisation 30 + 10 i, memory utilisation 7 + i */
 int nvmlDeviceGetUtilizationRates(void *handle, nvmlUtilization_t *rates) {
     size_t i = (size_t)handle - 1;
