@@ -484,6 +484,7 @@ class Evaluator:
         system = self.pending_system.pop(k, None) or SystemWindow(k, start, end)
         system.finalize()
         self._cap_gpus(system)
+        self.progress.add_window(system)
         framework = self.pending_framework.pop(k, [])
         framework.sort(key=lambda ev: ev.order)
         facts = self.facts
@@ -509,8 +510,9 @@ class Evaluator:
 
     def results(self, *, final: bool) -> list[RuleResult]:
         self.flush_problems()
+        progress = self.progress.with_windows(list(self.pending_system.values()))
         for run in self.runs:
-            run.observe(self.progress)
+            run.observe(progress)
         self._note_silent_nodes()
         results = [run.result(self.facts, self.next_window, final) for run in self.runs]
         gap = self.input_gap() if final else None

@@ -3,8 +3,8 @@
 Windows close only as far as every stream has data: when training hangs its framework traces stop, so the windows
 after the hang never close while the job runs. What TrainingHang and the silent-node report need is therefore kept
 here, updated from every file as it is read: per rank the first and last progress event and the longest pause seen
-between two of them; per node the newest system record; per GPU a few minutes of utilisation and power (for the
-signature of a hang: busy at low power, or idle). Everything is counts, sums and maxima, so two states merge.
+between two of them; per node the newest system record. Per GPU, utilisation and power by minute (the signature of a
+hang: busy at low power, or idle) come from every window, closed or still open. Everything is counts, sums and maxima, so two states merge.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from .readers import TraceEvent
+from .window import SystemWindow
 
 #: Events that show a rank progressing: steps, phases and the data loader's batches.
 PROGRESS_PREFIXES = ("Step:ModeKeys", "Phase:", "DataLoaderIter")
@@ -56,34 +57,40 @@ class Progress:
             entry[2] += 1
 
     def add_system(self, node: str, records: list[dict[str, Any]]) -> None:
+        """The newest record of ``node`` (records come in time order; two lookups per chunk, not per record)."""
         if not records:
             return
         newest = max(records[0]["Timestamp"], records[-1]["Timestamp"])
         if newest > self.nodes.get(node, 0.0):
             self.nodes[node] = newest
-        gpus = None
-        for r in records:
-            if r["Type"] != "gpu":
-                continue
-            dim = r["Dimension"]
-            column = 0 if dim == "GPUUtilization" else 2 if dim == "GPUPowerDraw" else 4 if dim == "GPUPowerLimit" \
-                else None
-            if column is None:
-                continue
-            if gpus is None:
-                gpus = self.gpus.setdefault(node, {})
-            minutes = gpus.setdefault(r["Name"], {})
-            minute = int(r["Timestamp"] // 60)
-            bucket = minutes.get(minute)
-            if bucket is None:
-                bucket = minutes[minute] = [0.0, 0, 0.0, 0, 0.0]
-                for old in sorted(minutes)[:-GPU_MINUTES_KEPT]:
-                    del minutes[old]
-            if column == 4:
-                bucket[4] = r["Value"]
-            else:
-                bucket[column] += r["Value"]
-                bucket[column + 1] += 1
+
+    def add_window(self, window: SystemWindow) -> None:
+        """The GPU utilisation and power of a window (closed, or still open when a hang keeps it open), by minute."""
+        minute = int(window.start_us // 60_000_000)
+        for node, gpus in window.gpu_util.items():
+            health = window.health.get(node, {})
+            per_node = self.gpus.setdefault(node, {})
+            for gpu, values in gpus.items():
+                minutes = per_node.setdefault(gpu, {})
+                bucket = minutes.get(minute)
+                if bucket is None:
+                    bucket = minutes[minute] = [0.0, 0, 0.0, 0, 0.0]
+                    for old in sorted(minutes)[:-GPU_MINUTES_KEPT]:
+                        del minutes[old]
+                power, limit = health.get(gpu, {}).get("GPUPowerDraw", ()), health.get(gpu, {}).get("GPUPowerLimit", ())
+                bucket[0] += sum(values)
+                bucket[1] += len(values)
+                bucket[2] += sum(power)
+                bucket[3] += len(power)
+                if limit:
+                    bucket[4] = max(limit)
+
+    def with_windows(self, windows: list[SystemWindow]) -> Progress:
+        """A copy that also holds the GPU data of the windows still open (a hang keeps them open)."""
+        view = Progress.from_state(self.to_state())
+        for window in windows:
+            view.add_window(window)
+        return view
 
     # ---- questions
     def newest_s(self) -> float | None:
