@@ -79,6 +79,14 @@ def test_a_hang_names_the_rank_that_stopped_first_and_the_gpu_signature():
     assert sub.report["Gauge"] == pytest.approx((40 - 0.5 - 20.0) / 60, abs=0.02)  # minutes since rank 1 progressed
 
 
+def test_ranks_that_exited_normally_are_not_hung():
+    ev = evaluator(("TrainingHang", {"minutes": 0.2}))
+    feed_system(ev, "algo-1", 40, lambda ts: [record(ts, "cpu0", "CPUUtilization", 5.0, kind="cpu")])
+    events = steps([0, 1], {0: 10, 1: 10}) + [event("Process:exit", T0 + 10.1, T0 + 10.1, 0)]
+    result = finish(ev, events)["TrainingHang"]  # 30 s of teardown on the host after both stopped; rank 1 was killed
+    assert result.status == STATUS_ISSUES and list(result.rules[0].report["Details"]["stuck"]) == ["algo-1-1"]
+
+
 def test_a_pause_the_job_made_before_is_expected_again():
     ev = evaluator(("TrainingHang", {"minutes": 0.1}))
     feed_system(ev, "algo-1", 50, lambda ts: [record(ts, "cpu0", "CPUUtilization", 5.0, kind="cpu")])

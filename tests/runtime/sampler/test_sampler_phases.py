@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from cdk_sagemaker_debugger.runtime.sampler import api, contract, heartbeat, launcher, ranks
+from cdk_sagemaker_debugger.runtime.sampler import api, contract, heartbeat, launcher, phases, ranks
 from cdk_sagemaker_debugger.runtime.sampler.loader import wrap
 from cdk_sagemaker_debugger.runtime.sampler.phases import phase
 
@@ -22,6 +22,7 @@ def fresh_api(monkeypatch: pytest.MonkeyPatch):
                                         "logged": set()})
     monkeypatch.setattr(launcher, "before_stop", [])
     monkeypatch.setattr(heartbeat, "_state", {"path": None, "last": 0.0, "pid": None})
+    monkeypatch.setattr(phases, "_ids", {})  # the rank is read once per process
     yield
 
 
@@ -88,6 +89,20 @@ def test_an_exception_in_the_block_passes_through_and_the_phase_is_recorded(tmp_
             raise KeyError("disk")
     api.flush()
     assert [e["name"] for _, e in events_in(tmp_path)] == ["checkpoint"]
+
+
+def test_a_normal_exit_is_marked_and_a_process_without_steps_marks_nothing(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setenv("CDK_SAGEMAKER_SAMPLER_LOCAL_DIR", str(tmp_path))
+    with api.step():
+        pass
+    writer = api._writer()
+    api._mark_exit(writer)  # what atexit runs first at a normal exit
+    writer.close()
+    assert [e["name"] for _, e in events_in(tmp_path)] == ["Step:ModeKeys.TRAIN", "exit"]
+    fresh = type(writer)(str(tmp_path / "other"), "0-algo-1", log=print)
+    api._mark_exit(fresh)
+    assert fresh.handle is None  # no step ever: no file
 
 
 def test_local_rank_variables_in_order():

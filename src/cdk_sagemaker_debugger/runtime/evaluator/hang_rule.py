@@ -85,7 +85,9 @@ class TrainingHang(ProfilerRule):
 
     def _stuck(self, progress: Progress, now_s: float) -> list[tuple[str, int, float]]:
         stuck = []
-        for rank, (_first, last, _events, longest) in progress.ranks.items():
+        for rank, (_first, last, _events, longest, *exited) in progress.ranks.items():
+            if exited and exited[0]:
+                continue  # the process exited normally: the silence after it is not a hang
             limit_us = max(float(self.params["minutes"]) * 60e6, float(self.params["pause_factor"]) * longest)
             if now_s * 1e6 - last > limit_us:
                 stuck.append((rank, last, limit_us))

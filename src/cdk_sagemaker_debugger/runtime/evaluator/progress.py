@@ -15,7 +15,9 @@ from .readers import TraceEvent
 from .window import SystemWindow
 
 #: Events that show a rank progressing: steps, phases and the data loader's batches.
-PROGRESS_PREFIXES = ("Step:ModeKeys", "Phase:", "DataLoaderIter")
+PROGRESS_PREFIXES = ("Step:ModeKeys", "Phase:", "DataLoaderIter", "Process:exit")
+#: What a training process writes when it exits normally (runtime/sampler/api.py).
+EXIT_PHASE = "Process:exit"
 GPU_MINUTES_KEPT = 30
 
 
@@ -36,7 +38,7 @@ def host_of(rank_node: str) -> str:
 
 class Progress:
     def __init__(self) -> None:
-        #: rank node id -> [first end us, last end us, events, longest pause us]
+        #: rank node id -> [first end us, last end us, events, longest pause us, exited normally (0/1)]
         self.ranks: dict[str, list[int]] = {}
         #: node -> newest system record (epoch seconds)
         self.nodes: dict[str, float] = {}
@@ -48,8 +50,14 @@ class Progress:
         for ev in sorted((e for e in events if is_progress(e.phase)), key=lambda e: e.end_us):
             entry = self.ranks.get(ev.node)
             if entry is None:
-                self.ranks[ev.node] = [ev.end_us, ev.end_us, 1, 0]
+                entry = self.ranks[ev.node] = [ev.end_us, ev.end_us, 0, 0, 0]
+            if ev.phase == EXIT_PHASE:
+                entry[4] = 1
+                entry[1] = max(entry[1], ev.end_us)
                 continue
+            if len(entry) < 5:
+                entry.append(0)
+            entry[4] = 0  # progress after an exit: a new process of the same rank (a restart)
             if ev.end_us > entry[1]:
                 entry[3] = max(entry[3], ev.end_us - entry[1])
                 entry[1] = ev.end_us

@@ -75,8 +75,21 @@ def _new_writer(settings: Settings) -> TimelineWriter:
     heartbeat.attach(settings.local_dir, token)
     watch_idle(writer)
     atexit.register(writer.close)
+    atexit.register(_mark_exit, writer)  # runs first (atexit is last in, first out)
     launcher.before_stop.append(writer.close)
     return writer
+
+
+#: The event a training process writes when it exits normally (not when it is killed): TrainingHang then knows that
+#: the silence after it is the end of the process, not a hang.
+EXIT_PHASE = "Process:exit"
+
+
+def _mark_exit(writer: TimelineWriter) -> None:
+    if writer.pid != os.getpid() or not writer.last_end_us:
+        return  # a forked child, or a process that never recorded a step: nothing to close
+    now = time.time() + writer.offset_s
+    writer.add(EXIT_PHASE, "exit", now, now, {"pid": os.getpid()})
 
 
 def record_step(mode: str, step_num: object, start_s: float, end_s: float) -> None:
