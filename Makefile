@@ -44,9 +44,12 @@ chromium:
 		|| echo "chromium could not be installed; the HTML screenshot test will be skipped"; \
 	else echo "chromium not found; the HTML screenshot test will be skipped"; fi; }
 
+# One worker per core; --dist loadscope keeps each module (and class) on one worker, so a module's synthesized app is
+# built once. Tests that need a port ask the OS for a free one; every output goes to a temporary directory.
+PYTEST_WORKERS ?= auto
 test: venv node chromium
 	$(PY) -m ruff check src tests stacks benchmarks tools app.py
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope
 
 lint: venv
 	$(PY) -m ruff check src tests stacks benchmarks tools app.py

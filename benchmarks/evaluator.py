@@ -29,9 +29,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from cdk_sagemaker_debugger.runtime.evaluator.engine import RuleConfig, evaluate_store
+from cdk_sagemaker_debugger.runtime.evaluator.engine import RuleConfig
 from cdk_sagemaker_debugger.runtime.evaluator.html_report import render
 from cdk_sagemaker_debugger.runtime.evaluator.readers import parse_system_key
+from cdk_sagemaker_debugger.runtime.evaluator.reading import evaluate_store
 from cdk_sagemaker_debugger.runtime.evaluator.report import report_files
 from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import JobSpec, StepSpec, write_job

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Synthesis cost of ProfiledTrainingJob against a hand-written raw-L1 baseline that builds the same templates.
 
-Prints seconds per job for 1, 10 and 50 jobs in one stack, and the ratio construct/baseline, both measured in this
-process (best of --repeat runs, after a warm-up that pays jsii's start and the template validator's first load).
+Prints seconds per job for 1, 10 and 50 jobs in one stack, the ratio construct/baseline, both measured in this
+process (best of --repeat runs, after a warm-up that pays jsii's start and the template validator's first load), and
+the jsii requests per job of each side (every call into the jsii process is one round trip: what synthesis costs).
 Usage: python benchmarks/synth.py [--repeat 5] [--counts 1,10,50]
 """
 
@@ -27,8 +28,24 @@ from aws_cdk import aws_iam as iam  # noqa: E402
 from aws_cdk import aws_logs as logs  # noqa: E402
 from aws_cdk import aws_s3 as s3  # noqa: E402
 from aws_cdk import aws_stepfunctions as sfn  # noqa: E402
+from jsii._kernel.providers import process as _jsii_process  # noqa: E402
 
 from cdk_sagemaker_debugger import ProfiledTrainingJob, ProfilerRuleSet, RuleEngine, rules  # noqa: E402
+
+
+class JsiiRequests:
+    """Counts the requests this process sends to the jsii kernel (each one a round trip to Node.js)."""
+
+    count = 0
+    _send = _jsii_process._NodeProcess.send
+
+    @classmethod
+    def install(cls) -> None:
+        def counting_send(process, request, response_type):
+            cls.count += 1
+            return cls._send(process, request, response_type)
+
+        _jsii_process._NodeProcess.send = counting_send
 
 REGION = "us-east-1"
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
@@ -154,9 +171,11 @@ def baseline_job(stack: cdk.Stack, index: int) -> None:
     machine.add_resource_dependency(machine_default_policy)
 
 
-def synth(builder, count: int) -> tuple[float, dict]:
+def synth(builder, count: int) -> tuple[float, dict, int]:
+    """Seconds, template and jsii requests of building ``count`` jobs with ``builder`` in one stack and synthesizing."""
     gc.collect()  # release the previous apps' jsii objects so neither side pays for the other's garbage
     with tempfile.TemporaryDirectory() as out:
+        requests = JsiiRequests.count
         start = time.perf_counter()
         app = cdk.App(outdir=out)
         stack = cdk.Stack(app, "Bench", env=cdk.Environment(region=REGION))
@@ -164,8 +183,9 @@ def synth(builder, count: int) -> tuple[float, dict]:
             builder(stack, index)
         assembly = app.synth()
         elapsed = time.perf_counter() - start
+        requests = JsiiRequests.count - requests
         template = json.loads(Path(assembly.get_stack_by_name("Bench").template_full_path).read_text())
-    return elapsed, template
+    return elapsed, template, requests
 
 
 def resource_types(template: dict) -> collections.Counter:
@@ -178,6 +198,7 @@ def main() -> None:
     parser.add_argument("--counts", default="1,10,50")
     args = parser.parse_args()
     counts = [int(c) for c in args.counts.split(",")]
+    JsiiRequests.install()
     synth(construct_job, 1)  # warm-up: jsii start and the built-in template validator
     synth(baseline_job, 1)
     rows = []
@@ -186,17 +207,20 @@ def main() -> None:
     for count in sorted(counts, reverse=True):
         ours, base = [], []
         for _ in range(args.repeat):  # interleaved so machine noise hits both sides alike
-            elapsed, ours_template = synth(construct_job, count)
+            elapsed, ours_template, ours_requests = synth(construct_job, count)
             ours.append(elapsed)
-            elapsed, base_template = synth(baseline_job, count)
+            elapsed, base_template, base_requests = synth(baseline_job, count)
             base.append(elapsed)
         if resource_types(ours_template) != resource_types(base_template):
             raise SystemExit(f"templates differ: {resource_types(ours_template)} vs {resource_types(base_template)}")
         best_ours, best_base = min(ours) / count, min(base) / count
-        rows.append((count, best_ours, best_base))
-    print(f"{'jobs':>5} {'construct s/job':>16} {'baseline s/job':>15} {'ratio':>6}")
-    for count, best_ours, best_base in sorted(rows):
-        print(f"{count:>5} {best_ours:>16.4f} {best_base:>15.4f} {best_ours / best_base:>6.2f}")
+        rows.append((count, best_ours, best_base, ours_requests / count, base_requests / count))
+    print("RuleEngine.DEBUGGER against its hand-written L1 baseline")
+    print(f"{'jobs':>5} {'construct s/job':>16} {'baseline s/job':>15} {'ratio':>6} {'jsii req/job':>13} "
+          f"{'baseline req/job':>17}")
+    for count, best_ours, best_base, ours_per_job, base_per_job in sorted(rows):
+        print(f"{count:>5} {best_ours:>16.4f} {best_base:>15.4f} {best_ours / best_base:>6.2f} {ours_per_job:>13.1f} "
+              f"{base_per_job:>17.1f}")
 
 
 if __name__ == "__main__":

@@ -63,3 +63,10 @@ def role_policy_statements(stack: Any, role_id_fragment: str) -> list[dict[str, 
         if resource["Type"] == "AWS::IAM::Policy" and {"Ref": roles[0]} in resource["Properties"]["Roles"]
         for statement in resource["Properties"]["PolicyDocument"]["Statement"]
     ]
+
+
+def make_stack(region: str | None = "us-east-1", *, app: Any = None, name: str = "Training") -> Any:
+    """A stack of its own app (or of ``app``) in ``region`` (None: environment-agnostic), for construct tests."""
+    import aws_cdk as cdk
+
+    return cdk.Stack(app or cdk.App(), name, env=cdk.Environment(region=region) if region else None)

@@ -73,6 +73,9 @@ def test_standalone_rules_with_parameters(job: Path, tmp_path: Path):
         ("LowGPUUtilization:threshold_p95=170", "threshold_p95"),
         ("LowGPUUtilization:window", "is not param=value"),
         ("LowGPUUtilization:windw=5", "windw"),
+        # a parameter given twice kept the last value silently
+        ("LowGPUUtilization:window=60,window=70", "window is given twice (window=60 and window=70); give each "
+                                                  "parameter once"),
     ],
 )
 def test_bad_rule_options_exit_2_with_the_fix(job: Path, tmp_path: Path, rule: str, message: str):
@@ -85,6 +88,16 @@ def test_a_rule_evaluated_twice_is_refused(job: Path, tmp_path: Path):
     code, _, err = run("evaluate", str(job), "--out", str(tmp_path / "o"), "--rule", "ProfilerReport",
                        "--rule", "LowGPUUtilization:window=60")
     assert code == 2 and "--rule ProfilerReport:LowGPUUtilization_<parameter>" in err
+
+
+def test_rules_with_different_scan_intervals_are_refused(job: Path, tmp_path: Path):
+    """They were silently evaluated at the smallest interval."""
+    code, out, err = run("evaluate", str(job), "--out", str(tmp_path / "o"),
+                         "--rule", "LowGPUUtilization:scan_interval_us=30000000", "--rule", "StepOutlier")
+    assert code == 2 and out == ""
+    assert ("the rules have different scan_interval_us values (LowGPUUtilization=30,000,000, "
+            "StepOutlier=60,000,000 us)") in err
+    assert not (tmp_path / "o").exists()
 
 
 def test_profiler_report_overrides(job: Path, tmp_path: Path):

@@ -215,8 +215,9 @@ def test_describe_failures_exit_3_with_the_fix(s3, monkeypatch, tmp_path: Path, 
 def test_listing_the_bucket_denied_names_s3_list_bucket(monkeypatch, tmp_path: Path):
     sagemaker = sagemaker_stub(description(profiler="profiler"))
     s3 = Stubber(boto3.client("s3", region_name=REGION))
-    s3.add_client_error("list_objects_v2", "AccessDenied", "Access Denied", 403,
-                        expected_params={"Bucket": BUCKET, "Prefix": f"profiler/{JOB}/profiler-output/system/"})
+    for prefix in ("profiler", "output"):  # each location is tried
+        s3.add_client_error("list_objects_v2", "AccessDenied", "Access Denied", 403,
+                            expected_params={"Bucket": BUCKET, "Prefix": f"{prefix}/{JOB}/profiler-output/system/"})
     s3.activate()
     use_clients(monkeypatch, sagemaker=sagemaker.client, s3=s3.client)
     code, _, err = run("evaluate", "--training-job", JOB, "--out", str(tmp_path / "o"))
@@ -286,3 +287,58 @@ def test_an_s3_uri_is_read_with_the_given_profile_and_region(s3, monkeypatch, jo
                          "--profile", "ml-dev", "--region", REGION)
     assert code == 0, err
     assert asked == [("ml-dev", REGION)] and "ProfilerReport: IssuesFound" in out
+
+
+def test_an_unreadable_location_does_not_stop_the_search(s3, monkeypatch, job_files: Path, tmp_path: Path):
+    """The first location (ProfilerConfig's, listing denied) ended the command; the sampler's held the data."""
+    upload(s3, job_files, "sampler")
+    listing = S3Store.list
+
+    def denied_under_profiler(self: S3Store, prefix: str, start_after: str | None = None):
+        if self.prefix.startswith("profiler/"):
+            raise ClientError({"Error": {"Code": "AccessDenied", "Message": "Access Denied"}}, "ListObjectsV2")
+        return listing(self, prefix, start_after)
+
+    monkeypatch.setattr(S3Store, "list", denied_under_profiler)
+    use_clients(monkeypatch, sagemaker=sagemaker_stub(description(profiler="profiler", sampler="sampler")).client,
+                s3=s3)
+    code, out, err = run("evaluate", "--training-job", JOB, "--out", str(tmp_path / "o"))
+    assert code == 0, err
+    assert (f"{JOB}: could not read s3://{BUCKET}/profiler/{JOB}/profiler-output/ (access denied: s3:ListBucket was "
+            "refused") in err
+    assert f"{JOB}: reading the profiler data at s3://{BUCKET}/sampler/{JOB}/profiler-output/" in err
+    assert "ProfilerReport: IssuesFound" in out
+
+
+def test_no_data_and_an_unreadable_location_is_not_judged_from_cloudwatch(s3, monkeypatch, tmp_path: Path):
+    def denied(self: S3Store, prefix: str, start_after: str | None = None):
+        raise ClientError({"Error": {"Code": "AccessDenied", "Message": "Access Denied"}}, "ListObjectsV2")
+
+    monkeypatch.setattr(S3Store, "list", denied)
+    use_clients(monkeypatch, sagemaker=sagemaker_stub(description(profiler="profiler")).client, s3=s3)
+    code, out, err = run("evaluate", "--training-job", JOB, "--out", str(tmp_path / "o"))
+    assert code == 3 and out == ""
+    assert f"{JOB}: no profiler data found, and 2 location(s) could not be read, so it may be there" in err
+    assert "Grant s3:ListBucket" in err
+
+
+def test_a_job_still_starting_is_said_to_be_starting_not_aged_out(s3, monkeypatch, tmp_path: Path):
+    """It was blamed on CloudWatch's 15-day retention."""
+    now = datetime.now(timezone.utc)
+    starting = description(disabled=True)
+    starting.update(TrainingJobStatus="InProgress", SecondaryStatus="Starting", CreationTime=now)
+    for key in ("TrainingStartTime", "TrainingEndTime"):
+        starting.pop(key)
+    use_clients(monkeypatch, sagemaker=sagemaker_stub(starting).client, s3=s3,
+                cloudwatch=boto3.client("cloudwatch", region_name=REGION))
+    code, out, err = run("evaluate", "--training-job", JOB, "--out", str(tmp_path / "o"))
+    assert code == 3 and out == ""
+    assert "the job is InProgress (Starting) and has not started training" in err
+    assert "15 days" not in err
+
+
+def test_a_recent_job_without_metrics_is_not_blamed_on_retention():
+    recent = description()
+    now = recent["TrainingEndTime"].timestamp() + 3600
+    assert "15 days" not in cli_aws.no_metrics_reason(recent, now)
+    assert cli_aws.no_metrics_reason(recent, now + 16 * 86400) == cli_aws.CLOUDWATCH_RETENTION_HINT

@@ -35,15 +35,55 @@ def test_model_imports_neither_aws_cdk_nor_boto3():
     assert offenders(PACKAGE / "model", ("aws_cdk", "constructs", "jsii", "boto3")) == []
 
 
+def module_name(path: Path) -> str:
+    """The dotted name of a module of the package (``cdk_sagemaker_debugger.model.request.members``)."""
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _is_module(name: str) -> bool:
+    if not name.startswith(f"{PACKAGE.name}."):
+        return False
+    path = PACKAGE.parent.joinpath(*name.split("."))
+    return path.with_suffix(".py").is_file() or (path / "__init__.py").is_file()
+
+
+def resolved_imports(path: Path) -> set[str]:
+    """Every module ``path`` imports, relative imports resolved (local and TYPE_CHECKING imports included);
+    ``from package import module`` counts the module."""
+    package = module_name(path) if path.name == "__init__.py" else module_name(path).rpartition(".")[0]
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                parts = package.split(".")
+                base = ".".join([*parts[: len(parts) - (node.level - 1)], *([node.module] if node.module else [])])
+            else:
+                base = node.module or ""
+            names.add(base)
+            names.update(f"{base}.{alias.name}" for alias in node.names if _is_module(f"{base}.{alias.name}"))
+    return names
+
+
 def test_model_does_not_import_constructs_or_runtime():
     bad = [f for f in offenders(PACKAGE / "model", ("cdk_sagemaker_debugger",))]
-    relative_up = [
+    escaping = [
         f"{p.relative_to(ROOT)} imports {n}"
         for p in (PACKAGE / "model").rglob("*.py")
-        for n in imported_modules(p)
-        if n.startswith("..")
+        for n in resolved_imports(p)
+        if n.startswith("cdk_sagemaker_debugger.") and not n.startswith("cdk_sagemaker_debugger.model")
     ]
-    assert bad == [] and relative_up == []
+    assert bad == [] and escaping == []
+
+
+def test_resolved_imports_see_relative_imports_of_a_subpackage():
+    """The checks above and in test_import_cycles.py read relative imports resolved: a subpackage's ``..x``."""
+    members = resolved_imports(PACKAGE / "model" / "request" / "members.py")
+    assert "cdk_sagemaker_debugger.model.errors" in members
+    job = resolved_imports(PACKAGE / "constructs" / "training_job" / "__init__.py")
+    assert {"cdk_sagemaker_debugger.constructs.family", "cdk_sagemaker_debugger.constructs.training_job.engines"} <= job
 
 
 def test_runtime_imports_no_cdk_and_nothing_outside_its_subpackage():

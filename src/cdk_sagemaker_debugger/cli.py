@@ -37,9 +37,9 @@ from .runtime.evaluator.engine import (
     Evaluator,
     RuleConfig,
     RuleResult,
-    evaluate_store,
 )
 from .runtime.evaluator.html_report import render
+from .runtime.evaluator.reading import evaluate_store
 from .runtime.evaluator.report import HTML_NAME, SUMMARY_NAME, report_files, summary, verdict_table
 from .runtime.evaluator.rules import RuleConfigError, coerce_parameter
 from .runtime.evaluator.storage import EvaluationInputError, Store, open_profiler_output
@@ -81,6 +81,9 @@ def parse_rule_option(option: str) -> RuleConfig:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise UsageError(f"--rule {option!r}: {item!r} is not param=value (e.g. {name}:patience=100,window=60).")
+        if key.strip() in params:
+            raise UsageError(f"--rule {option!r}: {key.strip()} is given twice ({key.strip()}={params[key.strip()]!r} "
+                             f"and {item}); give each parameter once.")
         params[key.strip()] = coerce_parameter(value)
     try:
         rule = HEALTH_RULE_CLASSES[name](**params) if name in HEALTH_RULE_CLASSES else from_name(name, **params)
@@ -163,6 +166,8 @@ def evaluate_training_job(job: str, configs: list[RuleConfig], aws: AwsClients, 
     found = find_job_data(job, aws)
     if found.store is not None:
         if note:
+            for unreadable in found.unreadable:
+                note.write(f"{job}: could not read {unreadable}; trying the next location\n")
             note.write(f"{job}: reading the profiler data at {found.store.describe()}\n")
         evaluator = evaluate_store(found.store, configs, progress=progress)
         return Evaluation(evaluator, evaluator.results(final=True), found.store.describe())

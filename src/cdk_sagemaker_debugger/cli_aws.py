@@ -90,11 +90,13 @@ def known_profiles(asked: str | None) -> str:
 
 @dataclass
 class JobData:
-    """A training job, where its profiler data is (None: nowhere, so CloudWatch), and the places found empty."""
+    """A training job, where its profiler data is (None: nowhere, so CloudWatch), the places found empty, and those
+    that could not be read (each with why)."""
 
     description: dict[str, Any]
     store: S3Store | None
     empty: list[str]
+    unreadable: list[str] = field(default_factory=list)
 
 
 def profiler_locations(description: dict[str, Any], s3: Any) -> list[S3Store]:
@@ -114,14 +116,31 @@ def profiler_locations(description: dict[str, Any], s3: Any) -> list[S3Store]:
 
 
 def find_job_data(job: str, clients: AwsClients) -> JobData:
-    """DescribeTrainingJob, then the first location holding system metrics (the rules' clock needs them)."""
+    """DescribeTrainingJob, then the first location holding system metrics (the rules' clock needs them).
+
+    A location that cannot be read (access denied, no such bucket) does not end the search: the next one may hold
+    the data. When none holds it and one could not be read, the data may be there, so the job is not evaluated from
+    CloudWatch instead: EvaluationInputError names each unreadable location and why."""
     description = clients.client("sagemaker").describe_training_job(TrainingJobName=job)
-    empty = []
+    found = JobData(description, None, [])
     for store in profiler_locations(description, clients.client("s3")):
-        if next(store.list("system/"), None) is not None:
-            return JobData(description, store, empty)
-        empty.append(store.describe())
-    return JobData(description, None, empty)
+        try:
+            holds_data = next(store.list("system/"), None) is not None
+        except Exception as exc:  # an AWS failure on this location: say it, try the next
+            why = explain(exc, job=job, region=clients.region_name)
+            if why is None:
+                raise
+            found.unreadable.append(f"{store.describe()} ({why})")
+            continue
+        if holds_data:
+            found.store = store
+            return found
+        found.empty.append(store.describe())
+    if found.unreadable:
+        raise EvaluationInputError(
+            f"{job}: no profiler data found, and {len(found.unreadable)} location(s) could not be read, so it may be "
+            f"there: {'; '.join(found.unreadable)}")
+    return found
 
 
 def evaluate_cloudwatch(description: dict[str, Any], configs: list[RuleConfig], clients: AwsClients,
@@ -140,8 +159,29 @@ def evaluate_cloudwatch(description: dict[str, Any], configs: list[RuleConfig], 
     lh.run_cloudwatch(run, description, cloudwatch_clients, terminal, time.time() if now is None else now)
     if evaluator.stats.records == 0:
         raise EvaluationInputError(f"{job}: no profiler data, and CloudWatch has no instance metrics for "
-                                   f"Host={job}/algo-* in {clients.region_name}; {CLOUDWATCH_RETENTION_HINT}")
+                                   f"Host={job}/algo-* in {clients.region_name}; "
+                                   f"{no_metrics_reason(description, time.time() if now is None else now)}")
     return evaluator, run.final
+
+
+#: CloudWatch keeps one-minute datapoints this long.
+CLOUDWATCH_MINUTE_RETENTION_S = 15 * 86400
+
+
+def no_metrics_reason(description: dict[str, Any], now: float) -> str:
+    """Why a job has no instance metrics, from what DescribeTrainingJob says: not training yet, aged out, or neither."""
+    from .runtime.evaluator import lambda_handler as lh
+    from .runtime.evaluator.rules import epoch_seconds
+
+    status = description.get("TrainingJobStatus")
+    if status not in lh.TERMINAL and lh.training_started(description) is None:
+        return (f"the job is {status} ({description.get('SecondaryStatus') or 'starting'}) and has not started "
+                "training, so its instances have published nothing yet; evaluate it again once it trains")
+    ended = epoch_seconds(description.get("TrainingEndTime")) or epoch_seconds(description.get("LastModifiedTime"))
+    if ended is not None and now - ended > CLOUDWATCH_MINUTE_RETENTION_S:
+        return CLOUDWATCH_RETENTION_HINT
+    return ("SageMaker publishes them while the job's instances run; check --region and that the job ran on "
+            "instances (a job that failed while starting has none)")
 
 
 def explain(exc: BaseException, *, job: str | None, region: str | None) -> str | None:

@@ -15,6 +15,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
+from helpers import make_stack
 from template_values import TemplateResolver
 
 from cdk_sagemaker_debugger import (
@@ -37,10 +38,6 @@ REGION = "us-east-1"
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 EVALUATOR_HANDLER = "evaluator.lambda_handler.handler"
 WATCH_HANDLER = "gpu_watch.handler.handler"
-
-
-def _stack() -> cdk.Stack:
-    return cdk.Stack(cdk.App(), "Contract", env=cdk.Environment(region=REGION))
 
 
 def _deployed(stack: cdk.Stack) -> TemplateResolver:
@@ -74,7 +71,7 @@ FAMILIES = {
 
 @pytest.mark.parametrize("kind", sorted(FAMILIES))
 def test_the_evaluator_reads_the_family_rules_bus_namespace_and_profiler_location_it_was_given(kind: str) -> None:
-    stack = _stack()
+    stack = make_stack(REGION, name="Contract")
     output, profiles = s3.Bucket(stack, "Output"), s3.Bucket(stack, "Profiles")
     factory, family = FAMILIES[kind]
     jobs = factory(output, output_prefix="training", profiler_bucket=profiles, profiler_prefix="/sampler/files/")
@@ -96,7 +93,7 @@ def test_the_evaluator_reads_the_family_rules_bus_namespace_and_profiler_locatio
 
 def test_a_rule_set_and_the_defaults_reach_the_evaluator() -> None:
     """Rules added to the set after the evaluator was created count; default source, namespace, profiler location."""
-    stack = _stack()
+    stack = make_stack(REGION, name="Contract")
     output = s3.Bucket(stack, "Output")
     rule_set = ProfilerRuleSet(stack, "Rules", rules=[rules.ProfilerReport(LowGPUUtilization_threshold_p95=60)])
     RuleEvaluator(stack, "Evaluator", rules=rule_set,
@@ -116,7 +113,7 @@ def test_a_rule_set_and_the_defaults_reach_the_evaluator() -> None:
 
 @pytest.fixture(scope="module")
 def profiled_job() -> dict[str, Any]:
-    stack = _stack()
+    stack = make_stack(REGION, name="Contract")
     rule_set = ProfilerRuleSet(stack, "Rules", rules=[rules.ProfilerReport(), rules.LowGPUUtilization(threshold_p95=80)])
     job = ProfiledTrainingJob(stack, "Job", job_name_prefix="resnet", training_image=IMAGE,
                               instance_type="ml.g5.2xlarge", rule_set=rule_set, output_prefix="training")
@@ -165,7 +162,7 @@ def _published_metric(settings: WatchSettings) -> dict[str, Any]:
 @pytest.mark.parametrize("namespace", [None, "Team/Training"])
 def test_the_gpu_watch_reads_the_family_gpus_and_namespace_and_publishes_what_the_alarm_watches(
         namespace: str | None) -> None:
-    stack = _stack()
+    stack = make_stack(REGION, name="Contract")
     jobs = TrainingJobs.from_job_name_prefix("vision-train-", output_bucket=s3.Bucket(stack, "Output"))
     evaluator = (RuleEvaluator(stack, "Evaluator", training_jobs=jobs, metric_namespace=namespace)
                  if namespace is not None else None)
@@ -183,7 +180,7 @@ def test_the_gpu_watch_reads_the_family_gpus_and_namespace_and_publishes_what_th
 
 
 def test_a_training_jobs_dashboard_watch_reads_its_runs_and_its_instance_gpus() -> None:
-    stack = _stack()
+    stack = make_stack(REGION, name="Contract")
     job = ProfiledTrainingJob(stack, "Job", job_name_prefix="vision", training_image=IMAGE,
                               instance_type="ml.p4d.24xlarge")
     TrainingDashboard(stack, "Dashboard", training_jobs=job.training_jobs)

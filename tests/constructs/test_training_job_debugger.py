@@ -10,7 +10,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Annotations, Match, Template
-from helpers import role_policy_statements
+from helpers import make_stack, role_policy_statements
 from helpers import task_parameters as request  # the CreateTrainingJob Parameters of the state machine
 
 from cdk_sagemaker_debugger import (
@@ -83,10 +83,6 @@ def _format(call: str, job_name: str) -> str:
     return "".join(out)
 
 
-def make_stack(region: str | None = "us-west-2") -> cdk.Stack:
-    return cdk.Stack(cdk.App(), "Training", env=cdk.Environment(region=region) if region else None)
-
-
 def job(stack: cdk.Stack, **kwargs: Any) -> ProfiledTrainingJob:
     props: dict[str, Any] = {"job_name_prefix": "bert", "training_image": PYTORCH, "instance_type": "ml.g5.xlarge",
                              "rule_engine": RuleEngine.DEBUGGER}
@@ -115,7 +111,7 @@ def rule_source(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def full(rule_source) -> tuple[cdk.Stack, ProfiledTrainingJob]:
     """us-west-2: built-in rules with actions, a custom rule from a local file, a configured hook and TensorBoard."""
-    stack = make_stack()
+    stack = make_stack("us-west-2")
     training = job(
         stack,
         debugger_rules=[
@@ -192,14 +188,14 @@ class TestRequest:
         assert isinstance(training.rule_actions_policy, iam.Policy)
 
     def test_no_debugger_settings_render_no_debugger_members(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         training = job(stack)
         params = request(stack)
         assert not {"DebugHookConfig", "DebugRuleConfigurations", "TensorBoardOutputConfig"} & set(params)
         assert training.debug_hook is None and training.rule_actions_policy is None
 
     def test_hook_without_rules(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         job(stack, debug_hook=True)
         assert request(stack)["DebugHookConfig"]["CollectionConfigurations"] == []
 
@@ -257,7 +253,7 @@ class TestActionsIam:
         })
 
     def test_stop_training_with_its_own_prefix_is_scoped_to_that_prefix(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         job(stack, debugger_rules=[debugger_rules.Overfit(actions=StopTraining("Shared-Runs"))])
         statements = policy_statements(stack, "JobRuleActionsPolicy")
         stop = next(s for s in statements if s["Action"] == "sagemaker:StopTrainingJob")
@@ -265,7 +261,7 @@ class TestActionsIam:
         assert not any("sns:Publish" in actions_of(s) for s in statements)
 
     def test_notifications_alone_get_no_stop_permissions(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         training = job(stack, debugger_rules=[debugger_rules.Overfit(actions=Email("a@example.com"))])
         statements = policy_statements(stack, "JobRuleActionsPolicy")
         assert [actions_of(s) for s in statements] == [["sns:CreateTopic", "sns:Publish"], ["sns:ListSubscriptions"],
@@ -281,7 +277,7 @@ class TestActionsIam:
         assert ":ecr:us-west-2:763104351884:repository/pytorch-training" in resources
 
     def test_a_given_role_is_left_unchanged(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         role = iam.Role.from_role_arn(stack, "Role", "arn:aws:iam::123456789012:role/Existing")
         training = job(stack, role=role, debugger_rules=[debugger_rules.Overfit(actions=StopTraining())])
         assert training.rule_actions_policy is None
@@ -289,7 +285,7 @@ class TestActionsIam:
             "Properties": {"PolicyName": Match.string_like_regexp("RuleActions")}}) == {}
 
     def test_hook_and_tensorboard_outside_the_output_bucket_are_writable(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         job(stack, debug_hook=DebugHookConfig(s3_output_path="s3://tensors/bert"),
             tensorboard=TensorBoardOutputConfig(s3_output_path="s3://boards/bert/tb"))
         writes = [s for s in policy_statements(stack, "JobExecutionRole") if "s3:PutObject" in s["Action"]]
@@ -324,26 +320,26 @@ class TestWarnings:
         return Annotations.from_stack(stack).find_warning("/Training/Job", Match.string_like_regexp(pattern))
 
     def test_rule_outside_the_frameworks_scope_warns_once(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         training = job(stack, debugger_rules=[debugger_rules.TreeDepth()])
         training.add_debugger_rule(debugger_rules.Overfit())
         (warning,) = self.warnings(stack, "TreeDepth applies to XGBoost training, but the training image is pytorch")
         assert "[ack: cdk-sagemaker-debugger:debuggerConfiguration]" in warning.entry.data
 
     def test_unknown_hook_parameter_warns(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         job(stack, debug_hook=DebugHookConfig(hook_parameters={"save_intervall": 10}))
         assert len(self.warnings(stack, "'save_intervall'.*Did you mean 'save_interval'")) == 1
 
     def test_profiling_collectives_under_horovod_warns(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         job(stack, training_image=TENSORFLOW, distribution=Distribution.mpi(processes_per_host=8), instance_count=2,
             profiler=ProfilerConfig(framework_profile=FrameworkProfile()))
         (warning,) = self.warnings(stack, "does not collect the collective operations of MPI/Horovod")
         assert "[ack: cdk-sagemaker-debugger:debuggerCompatibility]" in warning.entry.data
 
     def test_system_monitoring_under_model_parallel_warns(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         training = job(stack, distribution=Distribution.smdistributed_model_parallel())
         assert len(self.warnings(stack, "does not support SageMaker distributed model parallel training; system")) == 1
         assert training.distribution == Distribution.smdistributed_model_parallel()
@@ -351,7 +347,7 @@ class TestWarnings:
 
 class TestAddDebuggerRule:
     def test_added_rules_are_rendered_and_granted(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         training = job(stack)
         overfit = debugger_rules.Overfit(actions=StopTraining())
         assert training.add_debugger_rule(overfit) is overfit
@@ -364,7 +360,7 @@ class TestAddDebuggerRule:
         assert "repository/sagemaker-debugger-rules" in json.dumps(pull["Resource"])
 
     def test_a_rejected_rule_leaves_the_job_unchanged(self, rule_source):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         training = job(stack, instance_count=2, checkpoint_s3_uri="s3://ckpt/bert")
         custom = debugger_rules.Rule.custom(name="GradientNorm", rule_to_invoke="GradientNorm", source=rule_source,
                                             instance_type="ml.m5.xlarge", volume_size_in_gb=30)
@@ -375,7 +371,7 @@ class TestAddDebuggerRule:
         assert "DebugRuleConfigurations" not in request(stack)
 
     def test_duplicate_name_added_later(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         training = job(stack, debugger_rules=[debugger_rules.Overfit()])
         with pytest.raises(ConfigurationError, match=r"^Training/Job: debugger_rules: two debugger rules are named 'Overfit'"):
             training.add_debugger_rule(debugger_rules.Overfit(patience=3))
@@ -418,10 +414,10 @@ class TestGuardRails:
             r"^Training/Job: instance_type: ml\.trn1\.32xlarge is an AWS Trainium instance, where the SageMaker profiler is "
             r"not supported\. Turn it off: profiler=ProfilerConfig\(disable_profiler=True\)"
         )):
-            job(make_stack(), instance_type="ml.trn1.32xlarge", profiler=ProfilerConfig())
+            job(make_stack("us-west-2"), instance_type="ml.trn1.32xlarge", profiler=ProfilerConfig())
 
     def test_trainium_with_the_profiler_off_keeps_debugger_rules(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         job(stack, instance_type="ml.trn1.32xlarge", profiler=ProfilerConfig(disable_profiler=True),
             debugger_rules=[debugger_rules.LossNotDecreasing()])
         assert request(stack)["ProfilerConfig"] == {"DisableProfiler": True}
@@ -436,12 +432,12 @@ class TestGuardRails:
             rf"^Training/Job: distribution: SageMaker Debugger does not support {label} training, but the debugger "
             r"hook/rules are configured\. Remove debug_hook, debugger_rules"
         )):
-            job(make_stack(), training_image=TENSORFLOW, distribution=distribution,
+            job(make_stack("us-west-2"), training_image=TENSORFLOW, distribution=distribution,
                 debugger_rules=[debugger_rules.VanishingGradient()])
 
     def test_parameter_server_with_framework_profiling(self):
         with pytest.raises(ConfigurationError, match=r"^Training/Job: distribution: .* parameter server training, but framework profiling"):
-            job(make_stack(), training_image=TENSORFLOW, distribution=Distribution.parameter_server(),
+            job(make_stack("us-west-2"), training_image=TENSORFLOW, distribution=Distribution.parameter_server(),
                 profiler=ProfilerConfig(framework_profile=FrameworkProfile()))
 
     @pytest.mark.parametrize(
@@ -450,7 +446,7 @@ class TestGuardRails:
     )
     def test_distributed_training_with_checkpointing_and_the_hook(self, kwargs, shape):
         with pytest.raises(ConfigurationError) as raised:
-            job(make_stack(), checkpoint_s3_uri="s3://ckpt/bert", debugger_rules=[debugger_rules.Overfit()], **kwargs)
+            job(make_stack("us-west-2"), checkpoint_s3_uri="s3://ckpt/bert", debugger_rules=[debugger_rules.Overfit()], **kwargs)
         message = str(raised.value)
         assert message.startswith(
             "Training/Job: checkpoint_s3_uri: SMDebug Does Not Currently Support Distributed Training Jobs With "
@@ -459,7 +455,7 @@ class TestGuardRails:
         assert "disable SageMaker checkpointing" in message
 
     def test_single_instance_checkpointing_keeps_the_hook(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         job(stack, checkpoint_s3_uri="s3://ckpt/bert", debug_hook=True)
         assert "DebugHookConfig" in request(stack) and "CheckpointConfig" in request(stack)
 
@@ -468,34 +464,34 @@ class TestGuardRails:
             r"^Training/Job: distribution: torch_distributed runs PyTorch training, but the training image is "
             r"TensorFlow 2\.10\.0"
         )):
-            job(make_stack(), training_image=TENSORFLOW, distribution=Distribution.torch_distributed())
+            job(make_stack("us-west-2"), training_image=TENSORFLOW, distribution=Distribution.torch_distributed())
 
     def test_distribution_as_the_sdk_dict(self):
         with pytest.raises(ConfigurationTypeError, match=(
             r"^Training/Job: distribution: expected a Distribution such as Distribution\.mpi\(\), got dict\. Convert the "
             r"SageMaker SDK's dict with Distribution\.from_sdk"
         )):
-            job(make_stack(), distribution={"mpi": {"enabled": True}})
+            job(make_stack("us-west-2"), distribution={"mpi": {"enabled": True}})
 
     def test_hook_off_with_rules(self):
         with pytest.raises(ConfigurationError, match=r"^Training/Job: debug_hook: debug_hook=False turns off the hook"):
-            job(make_stack(), debug_hook=False, debugger_rules=[debugger_rules.Overfit()])
+            job(make_stack("us-west-2"), debug_hook=False, debugger_rules=[debugger_rules.Overfit()])
 
     def test_more_than_20_rules(self):
         too_many = [debugger_rules.Overfit(name=f"overfit-{i}") for i in range(21)]
         with pytest.raises(ConfigurationError, match=r"^Training/Job: debugger_rules: has 21 debugger rules; the API allows at most 20"):
-            job(make_stack(), debugger_rules=too_many)
+            job(make_stack("us-west-2"), debugger_rules=too_many)
 
     def test_profiler_rule_in_debugger_rules(self):
         with pytest.raises(ConfigurationTypeError, match=(
             r"^Training/Job: debugger_rules: item 0 \(LowGPUUtilization\) is a profiler rule; add it to the job's "
             r"ProfilerRuleSet"
         )):
-            job(make_stack(), debugger_rules=[rules.LowGPUUtilization()])
+            job(make_stack("us-west-2"), debugger_rules=[rules.LowGPUUtilization()])
 
     def test_single_rule_instead_of_a_list(self):
         with pytest.raises(ConfigurationTypeError, match=r"^Training/Job: debugger_rules: .* Wrap a single rule as \[rule\]"):
-            job(make_stack(), debugger_rules=debugger_rules.Overfit())
+            job(make_stack("us-west-2"), debugger_rules=debugger_rules.Overfit())
 
     def test_rule_and_hook_disagree_on_a_collection(self):
         hook = DebugHookConfig(collection_configs=[CollectionConfig("losses", {"save_interval": 50})])
@@ -503,21 +499,21 @@ class TestGuardRails:
             r"^Training/Job: CollectionConfigurations: collection 'losses' is requested with different parameters by "
             r"rule 'LossNotDecreasing' .* and by debug_hook"
         )):
-            job(make_stack(), debug_hook=hook, debugger_rules=[debugger_rules.LossNotDecreasing()])
+            job(make_stack("us-west-2"), debug_hook=hook, debugger_rules=[debugger_rules.LossNotDecreasing()])
 
     def test_actions_longer_than_the_api_allows(self):
         addresses = ActionList(*(Email(f"team-{i}@example.com") for i in range(6)))
         with pytest.raises(ConfigurationError, match=(
             r"^Training/Job > rule 'Overfit': actions: the actions serialize to \d+ characters, but the API allows at most 256"
         )):
-            job(make_stack(), debugger_rules=[debugger_rules.Overfit(actions=addresses)])
+            job(make_stack("us-west-2"), debugger_rules=[debugger_rules.Overfit(actions=addresses)])
 
     def test_tensorboard_of_the_wrong_type(self):
         with pytest.raises(ConfigurationTypeError, match=r"^Training/Job: tensorboard: expected a TensorBoardOutputConfig, got str"):
-            job(make_stack(), tensorboard="s3://boards/bert")
+            job(make_stack("us-west-2"), tensorboard="s3://boards/bert")
 
     def test_profiler_rules_added_later_on_trainium_fail_synth(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         rule_set = ProfilerRuleSet(stack, "Rules")
         job(stack, instance_type="ml.trn1.32xlarge", profiler=ProfilerConfig(disable_profiler=True), rule_set=rule_set)
         rule_set.add_rule(rules.LowGPUUtilization())
@@ -539,7 +535,7 @@ class TestRunName:
         return json.loads("".join(p if isinstance(p, str) else "x" for p in parts))["States"]
 
     def test_the_run_is_named_once_and_its_stop_actions_name_exactly_that_run(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         job(stack, debugger_rules=[debugger_rules.Overfit(actions=StopTraining()),
                                    debugger_rules.StalledTrainingRule(stop_training_on_fire=True)])
         naming = self.states(stack)["NameTrainingJob"]
@@ -553,7 +549,7 @@ class TestRunName:
         assert run_parameters(stalled["RuleParameters"], RUN)["training_job_name_prefix"] == RUN
 
     def test_reserved_characters_of_other_actions_survive_the_intrinsic(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         address = "o'neil+{ml}@example.com"
         job(stack, debugger_rules=[debugger_rules.Overfit(actions=ActionList(StopTraining(), Email(address)))])
         (overfit,) = request(stack)["DebugRuleConfigurations"]
@@ -561,13 +557,13 @@ class TestRunName:
         assert run_parameters(overfit["RuleParameters"], RUN)["action_json"] == expected
 
     def test_a_stop_with_its_own_prefix_is_sent_as_given(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         job(stack, debugger_rules=[debugger_rules.Overfit(actions=StopTraining("Shared-Runs"))])
         (overfit,) = request(stack)["DebugRuleConfigurations"]
         assert overfit["RuleParameters"]["action_json"] == StopTraining("Shared-Runs").serialize()
 
     def test_rules_added_later_subscribe_only_their_new_endpoints(self):
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         training = job(stack, debugger_rules=[debugger_rules.Overfit(actions=Email("ML-Team@Example.com"))])
         training.add_debugger_rule(debugger_rules.LossNotDecreasing(
             actions=ActionList(Email("ML-Team@Example.com"), Email("oncall@example.com"))))
@@ -582,7 +578,7 @@ class TestRunName:
 class TestDeployTimeNumbers:
     def test_a_number_token_in_a_rule_parameter_or_hook_parameter_is_sent_as_a_string(self):
         """SageMaker takes RuleParameters and HookParameters as strings; a JSON number would be refused."""
-        stack = make_stack()
+        stack = make_stack("us-west-2")
         steps = cdk.CfnParameter(stack, "Steps", type="Number", default=20).value_as_number
         job(stack, debugger_rules=[debugger_rules.LossNotDecreasing(num_steps=steps)],
             debug_hook=DebugHookConfig(hook_parameters={"save_interval": steps}),
@@ -594,7 +590,7 @@ class TestDeployTimeNumbers:
 
 
 def test_a_rule_without_parameters_is_sent_without_them():
-    stack = make_stack()
+    stack = make_stack("us-west-2")
     job(stack, debugger_rules=[debugger_rules.Rule.custom(
         name="Mine", image_uri="123456789012.dkr.ecr.us-west-2.amazonaws.com/rules:1", instance_type="ml.m5.xlarge",
         volume_size_in_gb=20)])

@@ -11,7 +11,7 @@ import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Annotations, Match, Template
-from helpers import role_policy_statements, task_parameters
+from helpers import make_stack, role_policy_statements, task_parameters
 
 from cdk_sagemaker_debugger import (
     DebugHookConfig,
@@ -33,10 +33,6 @@ IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu
 DEBUGGER_MEMBERS = ("ProfilerConfig", "ProfilerRuleConfigurations", "DebugHookConfig", "DebugRuleConfigurations",
                     "TensorBoardOutputConfig")
 BUNDLE_DIR = "/opt/ml/input/data/cdk-sagemaker-sampler"
-
-
-def make_stack(region: str | None = "us-east-1") -> cdk.Stack:
-    return cdk.Stack(cdk.App(), "Training", env=cdk.Environment(region=region) if region else None)
 
 
 def job(stack: cdk.Stack, rule_set: ProfilerRuleSet | None = None, **kwargs: Any) -> ProfiledTrainingJob:

@@ -10,7 +10,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk.assertions import Template
-from helpers import ROOT, task_parameters
+from helpers import ROOT, make_stack, task_parameters
 
 from cdk_sagemaker_debugger import ProfiledTrainingJob, ProfilerRuleSet, RuleEngine, RuleEvaluator, TrainingJobs, rules
 from cdk_sagemaker_debugger.model.errors import ConfigurationError
@@ -18,10 +18,6 @@ from cdk_sagemaker_debugger.model.metric_rules import comparison_markdown
 
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 METRICS = {"train:loss": r"loss=([0-9.]+)", "val:loss": r"val_loss=([0-9.]+)"}
-
-
-def make_stack() -> cdk.Stack:
-    return cdk.Stack(cdk.App(), "Training", env=cdk.Environment(region="us-east-1"))
 
 
 def contract_rules(stack: cdk.Stack) -> ProfilerRuleSet:

@@ -11,7 +11,7 @@ import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_iam as iam
 from aws_cdk.assertions import Annotations, Match, Template
-from helpers import role_policy_statements, task_parameters
+from helpers import make_stack, role_policy_statements, task_parameters
 from template_values import TemplateResolver
 
 from cdk_sagemaker_debugger import (
@@ -30,10 +30,6 @@ from cdk_sagemaker_debugger.model.pipeline_definition import PLACEHOLDER_JOB_NAM
 
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 REGION = "us-east-1"
-
-
-def make_stack() -> cdk.Stack:
-    return cdk.Stack(cdk.App(), "Training", env=cdk.Environment(region=REGION))
 
 
 def job(stack: cdk.Stack, **kwargs: Any) -> ProfiledTrainingJob:
@@ -90,7 +86,8 @@ class TestRequest:
         config = TrainingImageConfig("Vpc", "arn:aws:lambda:us-east-1:123456789012:function:registry-creds")
         spec = job(stack, training_image="registry.example.com/team/train:1", training_image_config=config
                    ).render_request()["AlgorithmSpecification"]
-        assert spec["TrainingImageConfig"] == config.to_request()
+        assert spec["TrainingImageConfig"] == {"TrainingRepositoryAccessMode": "Vpc", "TrainingRepositoryAuthConfig": {
+            "TrainingRepositoryCredentialsProviderArn": "arn:aws:lambda:us-east-1:123456789012:function:registry-creds"}}
 
     def test_tokens_in_overrides_are_left_to_deploy_time(self):
         stack = make_stack()
@@ -233,7 +230,7 @@ class TestTrainingPipeline:
     @pytest.mark.parametrize(
         ("kwargs", "message"),
         [
-            ({"pipeline_name": "resnet_training"}, r"Training/Pipeline: pipeline_name: 'resnet_training' must be"),
+            ({"pipeline_name": "resnet_training"}, r"Training/Pipeline: pipeline_name: must be 1-256 letters, digits and hyphens"),
             ({"steps": []}, r"Training/Pipeline: steps: expected a non-empty list of steps"),
         ],
     )

@@ -64,6 +64,21 @@ def test_il_central_1_is_not_in_the_tables():
         images.builtin_rule_image("il-central-1")
 
 
+@pytest.mark.parametrize("region", ["il-central-1", "ca-west-1", "mx-central-1"])
+def test_a_real_region_missing_from_the_tables_is_not_called_a_misspelling(region):
+    """A region launched after the tables is no typo of one in them (il-central-1 was answered 'eu-central-1')."""
+    with pytest.raises(UnsupportedRegionError) as caught:
+        images.builtin_rule_image(region)
+    assert "Did you mean" not in str(caught.value) and f"for region '{region}'" in str(caught.value)
+
+
+@pytest.mark.parametrize(("typo", "meant"), [("us-east-7", "us-east-"), ("eu-centrl-1", "eu-central-1"),
+                                             ("useast1", "us-east-1"), ("ap-southeast-22", "ap-southeast-2")])
+def test_a_misspelt_region_still_gets_a_suggestion(typo, meant):
+    with pytest.raises(UnsupportedRegionError, match=f"Did you mean '{meant}"):
+        images.builtin_rule_image(typo)
+
+
 def test_non_string_region():
     with pytest.raises(UnsupportedRegionError, match="region must be a string"):
         images.builtin_rule_image(None)  # type: ignore[arg-type]

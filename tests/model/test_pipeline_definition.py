@@ -7,6 +7,7 @@ import pytest
 from cdk_sagemaker_debugger.model import pipeline_definition as pd
 from cdk_sagemaker_debugger.model.api_model import request_problems
 from cdk_sagemaker_debugger.model.errors import ConfigurationError, ConfigurationTypeError, RequestValidationError
+from cdk_sagemaker_debugger.model.job_family import check_pipeline_name
 
 REQUEST = {
     "TrainingJobName": "resnet-00000000000000000000",
@@ -80,7 +81,28 @@ def test_bad_definitions(steps, message):
 
 
 def test_pipeline_names():
-    pd.check_pipeline_name("resnet-training")
-    pd.check_pipeline_name("${Token[TOKEN.1]}")
-    with pytest.raises(ConfigurationError, match=r"pipeline_name: 'resnet_training' must be 1-256 characters"):
-        pd.check_pipeline_name("resnet_training", where="Stack/Pipeline")
+    """One check for a pipeline's own name (a token passes) and a pipeline family's (model/job_family.py)."""
+    assert check_pipeline_name("resnet-training", allow_token=True) == "resnet-training"
+    assert check_pipeline_name("${Token[TOKEN.1]}", allow_token=True) == "${Token[TOKEN.1]}"
+    with pytest.raises(ConfigurationError, match=r"Stack/Pipeline: pipeline_name: must be 1-256 letters, digits and "
+                                                 r"hyphens .* got 'resnet_training'"):
+        check_pipeline_name("resnet_training", where="Stack/Pipeline", allow_token=True)
+    with pytest.raises(ConfigurationTypeError, match="literal string"):
+        check_pipeline_name("${Token[TOKEN.1]}")
+
+
+def test_the_pipeline_name_check_is_botocores_pattern():
+    from cdk_sagemaker_debugger.model import job_family
+    from cdk_sagemaker_debugger.model.api_model import sagemaker_model
+
+    meta = sagemaker_model().shape_for("PipelineName").metadata
+    assert job_family._PIPELINE_NAME.pattern == meta["pattern"] and (meta["min"], meta["max"]) == (1, 256)
+
+
+def test_one_pipeline_job_name_prefix():
+    """Pipelines names each job pipelines-<execution>-<step>-...: one constant says so (model/contract.py)."""
+    from cdk_sagemaker_debugger.model import contract
+
+    assert contract.PIPELINE_JOB_NAME_PREFIX == "pipelines-"
+    assert not hasattr(pd, "PIPELINE_JOB_NAME_PREFIX") and not hasattr(pd, "check_pipeline_name")
+    assert pd.PLACEHOLDER_JOB_NAME.startswith(contract.PIPELINE_JOB_NAME_PREFIX)

@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from cdk_sagemaker_debugger.runtime.evaluator.engine import STATUS_ISSUES, STATUS_NO_ISSUES, RuleConfig, evaluate_store
+from cdk_sagemaker_debugger.runtime.evaluator.engine import STATUS_ISSUES, STATUS_NO_ISSUES, RuleConfig
+from cdk_sagemaker_debugger.runtime.evaluator.reading import evaluate_store
 from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
 from cdk_sagemaker_debugger.runtime.sampler import contract
 from cdk_sagemaker_debugger.runtime.sampler.bundle import write_bundle

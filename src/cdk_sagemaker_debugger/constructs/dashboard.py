@@ -20,18 +20,19 @@ from constructs import Construct
 from ..model.contract import DEFAULT_NAMESPACE, GPU_WATCH_DIMENSION, LOWEST_GPU_UTILIZATION_METRIC, GpuWatchEnvironment
 from ..model.errors import ConfigurationError, ConfigurationTypeError
 from ..model.health_rules import HEALTH_RULE_SPECS
+from ..model.host_devices import resolve_gpus_per_host
 from ..model.parameters import is_token
 from ..model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_REPORT, PROFILER_RULE_SPECS
-from ..model.rule_engine import RuleEngine
 from ..runtime.evaluator.cloudwatch import instance_devices, known_without_gpu
 from ._alarm_actions import AlarmActions
-from ._common import RuntimeFunction, acknowledge_wildcards, concrete_region, runtime_function
+from ._cdk.images import concrete_region
+from ._cdk.lambda_function import RuntimeFunction, runtime_function
+from ._cdk.nag import acknowledge_wildcards
 from ._health_widgets import health_rule_rows
-from .family import TrainingJobs, check_training_jobs
+from .family import JobOrigin, TrainingJobs, check_training_jobs
 from .rule_alarm import RuleAlarm
 from .rule_evaluator import METRIC_NAME as RULE_METRIC_NAME
 from .rule_evaluator import RuleEvaluator
-from .training_job import family_metric
 
 __all__ = ["TrainingDashboard", "rule_thresholds"]
 
@@ -144,9 +145,9 @@ class TrainingDashboard(Construct):
         self._actions = AlarmActions.checked(ops_topic, alarm_actions, where=where)
         #: The jobs shown.
         self.training_jobs = self._family(training_jobs, where)
-        #: The ProfiledTrainingJob of the family, when it is one's.
-        self.training_job = self.training_jobs.training_job
-        #: Jobs whose name starts with this are shown (``<training_job.job_name_prefix>-`` with a training job).
+        #: What the ProfiledTrainingJob of the family tells about its runs (``job.training_jobs.origin``), or None.
+        self.origin: JobOrigin | None = self.training_jobs.origin
+        #: Jobs whose name starts with this are shown (``<job_name_prefix>-`` for a ProfiledTrainingJob's family).
         self.job_name_prefix: str = self.training_jobs.job_name_prefix
         self.evaluator: RuleEvaluator | None = self._check_evaluator(evaluator, where)
         self.alarm: RuleAlarm | None = self._check_alarm(alarm, where)
@@ -183,12 +184,12 @@ class TrainingDashboard(Construct):
 
     def _check_evaluator(self, evaluator: Any, where: str) -> RuleEvaluator | None:
         if evaluator is None:
-            return self.training_job.evaluator if self.training_job is not None else None
+            return self.origin.evaluator if self.origin is not None else None
         if not isinstance(evaluator, RuleEvaluator):
             raise ConfigurationTypeError(f"expected a RuleEvaluator (for example job.evaluator), got "
                                          f"{type(evaluator).__name__}.", where=where, field="evaluator", value=evaluator)
-        if self.training_job is not None:
-            evaluator.check_covers(self.training_job, where=where)
+        if self.origin is not None:
+            evaluator.check_covers(self.training_jobs, where=where)
         return evaluator
 
     @staticmethod
@@ -198,9 +199,9 @@ class TrainingDashboard(Construct):
                                          field="alarm", value=alarm)
         return alarm
 
-    def _devices(self, instance_type: Any, gpus_per_host: Any, where: str) -> tuple[int, int | None]:
-        if instance_type is None and self.training_job is not None:
-            instance_type = self.training_job.instance_type
+    def _devices(self, instance_type: Any, gpus_per_host_prop: Any, where: str) -> tuple[int, int | None]:
+        if instance_type is None and self.origin is not None:
+            instance_type = self.origin.instance_type
         if instance_type is not None and not isinstance(instance_type, str):
             raise ConfigurationTypeError(f"expected an instance type such as 'ml.g5.2xlarge', got {instance_type!r}.",
                                          where=where, field="instance_type", value=instance_type)
@@ -208,18 +209,7 @@ class TrainingDashboard(Construct):
         gpus, vcpus = instance_devices(literal_type)
         if gpus is None and known_without_gpu(literal_type):
             gpus = 0
-        if gpus_per_host is not None:
-            if isinstance(gpus_per_host, bool) or not isinstance(gpus_per_host, int) or not 0 <= gpus_per_host <= 64:
-                raise ConfigurationError(f"must be a whole number of GPUs per instance from 0 to 64, got "
-                                         f"{gpus_per_host!r}.", where=where, field="gpus_per_host", value=gpus_per_host)
-            gpus = gpus_per_host
-        if gpus is None:
-            known = "is not known to the library's GPU table" if instance_type else "is not given"
-            raise ConfigurationError(
-                f"the instance type {instance_type!r} {known}, so GPU utilisation cannot be shown per GPU. Pass "
-                "instance_type= (for example 'ml.g5.12xlarge') or gpus_per_host= (for example 8 for ml.p4d.24xlarge).",
-                where=where, field="instance_type" if instance_type is None else "gpus_per_host", value=instance_type)
-        return gpus, vcpus
+        return resolve_gpus_per_host(instance_type, gpus_per_host_prop, gpus, where=where), vcpus
 
     # -- alarms --------------------------------------------------------------------------------------------------------
     def _create_watch(self, log_retention: logs.RetentionDays) -> None:
@@ -310,8 +300,7 @@ class TrainingDashboard(Construct):
     def metric_per_device(self, metric_name: str, devices: int | None, *, statistic: str = "Average") -> cloudwatch.IMetric:
         """One line per host of the family: SageMaker's ``metric_name`` divided by ``devices`` (GPUs or vCPUs)."""
         options = {"statistic": statistic, "period": _TRAINING_PERIOD, "label": _HOST_LABEL}
-        search = (self.training_job.metric(metric_name, **options) if self.training_job is not None
-                  else family_metric(self.job_name_prefix, metric_name, **options))
+        search = self.training_jobs.metric(metric_name, **options)
         if not devices or devices == 1:
             return search
         key = re.sub(r"[^a-z0-9]", "", metric_name.lower())
@@ -340,7 +329,7 @@ class TrainingDashboard(Construct):
         rows.append([self._usage("CPUUtilization", cpu_title, vcpus, 8),
                      self._usage("MemoryUtilization", "Host memory", None, 8),
                      self._usage("DiskUtilization", "Disk (training volume)", None, 8)])
-        verdicts, executions = self.evaluator is not None, self.training_job is not None
+        verdicts, executions = self.evaluator is not None, self.origin is not None
         if verdicts or executions:
             width = 24 // (verdicts + executions)
             rows.append([*([self._verdicts(width)] if verdicts else []), *([self._executions(width)] if executions else [])])
@@ -394,7 +383,7 @@ class TrainingDashboard(Construct):
     def _rule_configurations(self) -> list[Mapping[str, Any]]:
         if self.evaluator is not None:
             return self.evaluator.rule_configurations
-        rule_set = self.training_job.rule_set if self.training_job is not None else None
+        rule_set = self.origin.rule_set if self.origin is not None else None
         return [] if rule_set is None else [
             {"configuration_name": r.name, "rule_to_invoke": r.rule_to_invoke, "parameters": dict(r.parameters)}
             for r in rule_set.rules]
@@ -406,7 +395,7 @@ class TrainingDashboard(Construct):
             period=_TRAINING_PERIOD, legend_position=cloudwatch.LegendPosition.BOTTOM)
 
     def _executions(self, width: int) -> cloudwatch.GraphWidget:
-        machine = self.training_job.state_machine  # type: ignore[union-attr]
+        machine = self.origin.state_machine  # type: ignore[union-attr]
         options = {"period": _HEALTH_PERIOD, "statistic": "Sum"}
         return cloudwatch.GraphWidget(
             title="Training runs (state machine executions)", width=width, height=6, period=_HEALTH_PERIOD,
@@ -459,8 +448,8 @@ class TrainingDashboard(Construct):
             host = "console.amazonaws.cn" if region and region.startswith("cn-") else "console.aws.amazon.com"
             console = (f"[Open the output folder in the S3 console](https://{host}/s3/buckets/{bucket}"
                        f"?prefix={prefix}&region={region or cdk.Aws.REGION})")
-        elif self.training_job is not None and self.training_job.rule_engine is RuleEngine.DEBUGGER:
-            where = f"{self.training_job.rule_output_s3_uri}/<job>/rule-output/<Rule>/profiler-output/profiler-report.html"
+        elif self.origin is not None and self.origin.rule_report_location is not None:
+            where = self.origin.rule_report_location
             console = "SageMaker Debugger writes it there (RuleEngine.DEBUGGER)"
         else:
             where = "<OutputDataConfig.S3OutputPath>/<job>/rule-output/<Rule>/evaluator-output/profiler-report.html"

@@ -30,9 +30,11 @@ developer guide's sample "SageMaker Training Job State Change" event carries ``d
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import aws_cdk as cdk
+from aws_cdk import aws_cloudwatch as cloudwatch
 from aws_cdk import aws_events as events
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
@@ -47,15 +49,53 @@ from ..model.contract import (
     JobFamily,
 )
 from ..model.errors import ConfigurationError, ConfigurationTypeError
-from ..model.job_family import check_job_name_prefix, check_pipeline_name, check_tag, job_name_pattern
-from ._common import check_kind, concrete_region, key_prefix
+from ..model.job_family import check_job_name_prefix, check_pipeline_name, check_tag, family_label, job_name_pattern
+from ._cdk.checks import check_kind, key_prefix
+from ._cdk.images import concrete_region
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .training_job import ProfiledTrainingJob
+    from aws_cdk import aws_stepfunctions as sfn
 
-__all__ = ["TrainingJobs"]
+    from ..model.debugger_rules import Rule
+    from .rule_set import ProfilerRuleSet
+
+__all__ = ["TrainingJobs", "JobOrigin", "family_metric", "TRAINING_NAMESPACE"]
+
+#: The CloudWatch namespace of SageMaker's training-job metrics.
+TRAINING_NAMESPACE = "/aws/sagemaker/TrainingJobs"
 
 _BUCKET = "an s3.IBucket such as s3.Bucket.from_bucket_name(stack, 'Out', 'my-bucket')"
+
+
+@dataclass
+class JobOrigin:
+    """What the ProfiledTrainingJob that starts a family's runs tells the constructs watching them: plain data, no
+    reference to the job (``job.training_jobs.origin``; None for the factories' families)."""
+
+    #: The job's construct path, for messages.
+    path: str
+    #: The job's concrete region, or None in an environment-agnostic stack.
+    region: str | None
+    #: ARN pattern of the job's runs (``...:training-job/<prefix>-*``).
+    arn_pattern: str
+    #: The instance type of every run.
+    instance_type: str
+    #: The job's profiler rules, or None.
+    rule_set: ProfilerRuleSet | None
+    #: The job's debugger (tensor) rules; the job's own list, so rules added later are in it.
+    debugger_rules: Sequence[Rule]
+    #: Each execution starts one run.
+    state_machine: sfn.IStateMachine
+    #: Where the job's rule engine writes its profiler reports, when not the RuleEvaluator.
+    rule_report_location: str | None
+    #: The RuleEvaluator of the job's rules, once the job has one.
+    evaluator: Any = None
+
+    def rule_names(self) -> set[str]:
+        """The names of the job's rules (profiler and debugger rules) as they are now."""
+        names = {rule.name for rule in self.rule_set.rules} if self.rule_set is not None else set()
+        names |= {rule.name for rule in self.debugger_rules}
+        return {name for name in names if isinstance(name, str)}
 
 
 class TrainingJobs:
@@ -83,9 +123,9 @@ class TrainingJobs:
 
     def __init__(self, family: JobFamily, *, output_bucket: s3.IBucket, output_prefix: str | None = None,
                  profiler_bucket: s3.IBucket | None = None, profiler_prefix: str | None = None,
-                 execution_role: iam.IRole | None = None, training_job: ProfiledTrainingJob | None = None,
+                 execution_role: iam.IRole | None = None, origin: JobOrigin | None = None,
                  label: str) -> None:
-        where = training_job.node.path if training_job is not None else "TrainingJobs"
+        where = origin.path if origin is not None else "TrainingJobs"
         check_kind(output_bucket, "arn_for_objects", where=where, field="output_bucket", expected=_BUCKET)
         if output_bucket is None:
             raise ConfigurationError(f"needs output_bucket= ({_BUCKET}): the jobs' OutputDataConfig bucket.",
@@ -96,7 +136,7 @@ class TrainingJobs:
         #: Which jobs, as the functions apply it.
         self.family = family
         #: Human-readable description, for descriptions and messages (for example ``training jobs resnet-*``).
-        self.label = label
+        self.label = family_label(label)
         self.output_bucket = output_bucket
         self.output_prefix: str = key_prefix(output_prefix, where=where, field="output_prefix") or ""
         self.profiler_bucket: s3.IBucket = profiler_bucket or output_bucket
@@ -104,8 +144,8 @@ class TrainingJobs:
             profiler_prefix = self.output_prefix
         self.profiler_prefix: str = key_prefix(profiler_prefix, where=where, field="profiler_prefix") or ""
         self.execution_role = execution_role
-        #: The ProfiledTrainingJob whose runs these are (``job.training_jobs``), else None.
-        self.training_job = training_job
+        #: What the ProfiledTrainingJob whose runs these are tells about them (``job.training_jobs``), else None.
+        self.origin = origin
 
     # -- factories -----------------------------------------------------------------------------------------------------
     @classmethod
@@ -151,17 +191,22 @@ class TrainingJobs:
                    label=f"training jobs of the SageMaker Pipeline {name}")
 
     @classmethod
-    def of_training_job(cls, job: ProfiledTrainingJob) -> TrainingJobs:
+    def of_training_job(cls, job: Any) -> TrainingJobs:
         """A ProfiledTrainingJob's runs (``<prefix>-<suffix>``: the hyphen keeps a sibling ``<prefix>2`` out), with
         its output bucket and prefix, its profiler location and its execution role. Use ``job.training_jobs``.
 
-        :param job: the ProfiledTrainingJob whose runs these are.
+        :param job: the ProfiledTrainingJob whose runs these are (read, not kept).
         """
         prefix = check_job_name_prefix(f"{job.job_name_prefix}-", where=job.node.path, from_job=job.job_name_prefix)
         profiler_bucket, profiler_prefix = _profiler_location(job)
+        origin = JobOrigin(path=job.node.path, region=concrete_region(job), arn_pattern=job.training_job_arn_pattern,
+                           instance_type=job.instance_type, rule_set=job.rule_set,
+                           debugger_rules=job._engine.debugger_rule_list, state_machine=job.state_machine,
+                           rule_report_location=job._engine.rule_report_location(),
+                           evaluator=getattr(job, "evaluator", None))
         return cls(JobFamily(job_name_prefix=prefix), output_bucket=job.output_bucket, output_prefix=job.output_prefix,
                    profiler_bucket=profiler_bucket, profiler_prefix=profiler_prefix, execution_role=job.role,
-                   training_job=job, label=f"training jobs {prefix}*")
+                   origin=origin, label=f"training jobs {prefix}*")
 
     # -- what the constructs use -----------------------------------------------------------------------------------------
     @property
@@ -175,8 +220,8 @@ class TrainingJobs:
         return self._arn_pattern(self.job_name_prefix)
 
     def _arn_pattern(self, prefix: str) -> str:
-        if self.training_job is not None and prefix == self.job_name_prefix:
-            return self.training_job.training_job_arn_pattern
+        if self.origin is not None and prefix == self.job_name_prefix:
+            return self.origin.arn_pattern
         return cdk.Stack.of(self.output_bucket).format_arn(
             service="sagemaker", resource="training-job", resource_name=job_name_pattern(prefix))
 
@@ -245,6 +290,24 @@ class TrainingJobs:
         """The ``detail`` filter on ``TrainingJobName`` for this library's own events (empty without a prefix)."""
         return {"TrainingJobName": [{"prefix": self.job_name_prefix}]} if self.job_name_prefix else {}
 
+    def metric(self, metric_name: str, *, job_name: str | None = None, host: str = "algo-1",
+               statistic: str = "Average", period: cdk.Duration | None = None,
+               label: str | None = None) -> cloudwatch.IMetric:
+        """A metric of ``/aws/sagemaker/TrainingJobs`` for one job's host, or for every job of the family's prefix.
+
+        With ``job_name`` the metric has the ``Host=<job_name>/<host>`` dimension (alarm-ready). Without it, a SEARCH
+        expression collects the metric of every job whose name starts with the prefix (for dashboards).
+
+        :param metric_name: SageMaker's metric, such as ``GPUUtilization``.
+        :param job_name: one job's name. Default: None (every job of the family).
+        :param host: the host of ``job_name``. Default: ``"algo-1"``.
+        :param statistic: Default: ``"Average"``.
+        :param period: Default: one minute.
+        :param label: Default: None (the metric's name and the prefix).
+        """
+        return family_metric(self.job_name_prefix, metric_name, job_name=job_name, host=host, statistic=statistic,
+                             period=period, label=label)
+
     @property
     def environment(self) -> dict[str, str]:
         """What a function needs to apply the family at run time."""
@@ -268,28 +331,60 @@ class TrainingJobs:
     def check_region(self, scope: IConstruct, *, what: str) -> None:
         """Fail when ``scope`` and the ProfiledTrainingJob of the family sit in two different concrete regions:
         EventBridge delivers SageMaker's events, and ListTrainingJobs lists jobs, only in the job's region."""
-        if self.training_job is None:
+        if self.origin is None:
             return
-        here, there = concrete_region(scope), concrete_region(self.training_job)
+        here, there = concrete_region(scope), self.origin.region
         if here is not None and there is not None and here != there:
             raise ConfigurationError(
-                f"{what} is in {here}, but the training job {self.training_job.node.path} runs in {there}; it would "
+                f"{what} is in {here}, but the training job {self.origin.path} runs in {there}; it would "
                 f"never hear of the job's runs (SageMaker's events and job listings stay in the job's region). Create "
                 f"it in a stack in {there}.", where=scope.node.path, field="training_jobs", value=there)
 
 
+def family_metric(
+    job_name_prefix: str,
+    metric_name: str,
+    *,
+    job_name: str | None = None,
+    host: str = "algo-1",
+    statistic: str = "Average",
+    period: cdk.Duration | None = None,
+    label: str | None = None,
+) -> cloudwatch.IMetric:
+    """A metric of ``/aws/sagemaker/TrainingJobs`` for one job's host, or for every job whose name starts with
+    ``job_name_prefix`` (see :meth:`TrainingJobs.metric`)."""
+    period = period or cdk.Duration.minutes(1)
+    if job_name is not None:
+        return cloudwatch.Metric(
+            namespace=TRAINING_NAMESPACE,
+            metric_name=metric_name,
+            dimensions_map={"Host": f"{job_name}/{host}"},
+            statistic=statistic,
+            period=period,
+            label=label,
+        )
+    # An unquoted value is a partial (token) match in CloudWatch search; a quoted one would have to equal the whole
+    # Host value "<job>/algo-<n>" and would match nothing.
+    search = (
+        f"SEARCH('{{{TRAINING_NAMESPACE},Host}} MetricName=\"{metric_name}\" "
+        f"Host={job_name_prefix.rstrip('-')}', '{statistic}', {int(period.to_seconds())})"
+    )
+    return cloudwatch.SearchExpression(expression=search, label=label or f"{metric_name} {job_name_prefix}*",
+                                       period=period)
+
+
 def check_training_jobs(value: object, *, where: str) -> TrainingJobs:
     """``training_jobs=`` of a construct: a TrainingJobs (a ProfiledTrainingJob is taken as its own family)."""
-    from .training_job import ProfiledTrainingJob
-
-    if isinstance(value, ProfiledTrainingJob):
-        return value.training_jobs
-    if not isinstance(value, TrainingJobs):
-        raise ConfigurationTypeError(
-            f"expected TrainingJobs, got {type(value).__name__} {value!r}. Pass job.training_jobs for a "
-            "ProfiledTrainingJob, or TrainingJobs.from_job_name_prefix(...), .from_tag(...) or .from_pipeline(...) "
-            "for jobs started elsewhere.", where=where, field="training_jobs", value=value)
-    return value
+    if isinstance(value, TrainingJobs):
+        return value
+    # a ProfiledTrainingJob (known by what it does: this module does not import the construct)
+    own = getattr(value, "training_jobs", None) if callable(getattr(value, "render_request", None)) else None
+    if isinstance(own, TrainingJobs):
+        return own
+    raise ConfigurationTypeError(
+        f"expected TrainingJobs, got {type(value).__name__} {value!r}. Pass job.training_jobs for a "
+        "ProfiledTrainingJob, or TrainingJobs.from_job_name_prefix(...), .from_tag(...) or .from_pipeline(...) "
+        "for jobs started elsewhere.", where=where, field="training_jobs", value=value)
 
 
 def _bucket_and_prefix(uri: str) -> tuple[str, str] | None:
@@ -301,7 +396,7 @@ def _bucket_and_prefix(uri: str) -> tuple[str, str] | None:
     return (bucket, prefix.strip("/")) if bucket else None
 
 
-def _profiler_location(job: ProfiledTrainingJob) -> tuple[s3.IBucket | None, str | None]:
+def _profiler_location(job: Any) -> tuple[s3.IBucket | None, str | None]:
     """The bucket and key prefix the job's profiler writes to (None, None: the job's output location)."""
     uri = job.profiler_s3_uri
     if uri == job.output_s3_uri:

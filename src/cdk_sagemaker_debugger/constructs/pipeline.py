@@ -12,13 +12,11 @@ from aws_cdk import aws_sagemaker as sagemaker
 from constructs import Construct, IValidation
 
 from ..model.api_model import request_problems
-from ..model.pipeline_definition import (
-    PIPELINE_JOB_NAME_PREFIX,
-    PLACEHOLDER_JOB_NAME,
-    check_pipeline_name,
-    pipeline_definition,
-)
-from ._common import LazyPath, acknowledge_wildcards
+from ..model.contract import PIPELINE_JOB_NAME_PREFIX
+from ..model.job_family import check_pipeline_name
+from ..model.pipeline_definition import PLACEHOLDER_JOB_NAME, pipeline_definition
+from ._cdk.lazy import LazyPath
+from ._cdk.nag import acknowledge_wildcards
 
 __all__ = ["TrainingPipeline"]
 
@@ -64,7 +62,7 @@ class TrainingPipeline(Construct):
         self.definition: dict[str, Any] = pipeline_definition(steps, where=where)
         if pipeline_name is None:
             pipeline_name = cdk.Names.unique_resource_name(self, max_length=80, separator="-")
-        check_pipeline_name(pipeline_name, where=where)
+        check_pipeline_name(pipeline_name, where=where, allow_token=True)
         self.pipeline_name: str = pipeline_name
         #: The pipeline execution role.
         self.role: iam.IRole = role if role is not None else self._execution_role()
@@ -96,7 +94,7 @@ class TrainingPipeline(Construct):
         with CreateTrainingJob). Jobs are named pipelines-<execution id>-<step name>-..., hence the resource pattern."""
         stack = cdk.Stack.of(self)
         jobs = stack.format_arn(service="sagemaker", resource="training-job",
-                                resource_name=f"{PIPELINE_JOB_NAME_PREFIX}-*")
+                                resource_name=f"{PIPELINE_JOB_NAME_PREFIX}*")
         statements: list[dict[str, Any]] = [{
             "Effect": "Allow",
             "Action": ["sagemaker:CreateTrainingJob", "sagemaker:DescribeTrainingJob", "sagemaker:StopTrainingJob",

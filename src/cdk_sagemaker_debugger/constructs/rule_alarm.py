@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aws_cdk as cdk
 import jsii
@@ -27,21 +27,12 @@ from ..model.contract import STATUS_CHANGE_DETAIL_TYPE as EVALUATOR_DETAIL_TYPE
 from ..model.errors import ConfigurationError, ConfigurationTypeError, did_you_mean
 from ..model.parameters import is_token
 from ._alarm_actions import AlarmActions
-from ._common import (
-    EVALUATOR_REPORT_FOLDER,
-    EVALUATOR_SUMMARY_FILE,
-    acknowledge_wildcards,
-    check_kind,
-    check_log_retention,
-    check_reserved_concurrency,
-    runtime_function,
-    whole_seconds,
-)
+from ._cdk.checks import check_kind, check_log_retention, check_reserved_concurrency, whole_seconds
+from ._cdk.lambda_function import runtime_function
+from ._cdk.layout import EVALUATOR_REPORT_FOLDER, EVALUATOR_SUMMARY_FILE
+from ._cdk.nag import acknowledge_wildcards
 from .event_bus import verdict_bus
-from .family import TrainingJobs, check_training_jobs
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .training_job import ProfiledTrainingJob
+from .family import JobOrigin, TrainingJobs, check_training_jobs
 
 __all__ = ["RuleAlarm", "ALARM_STATUSES"]
 
@@ -141,17 +132,18 @@ class RuleAlarm(Construct):
         self.training_jobs = check_training_jobs(training_jobs, where=where)
         self.training_jobs.check_region(self, what="The RuleAlarm")
         #: The ProfiledTrainingJob of the family, when it is one's (its rules are the known rule names).
-        self.training_job = self.training_jobs.training_job
+        #: What the ProfiledTrainingJob of the family tells about its runs (``job.training_jobs.origin``), or None.
+        self.origin: JobOrigin | None = self.training_jobs.origin
         self.job_name_prefix: str = self.training_jobs.job_name_prefix
         #: The role the watched jobs must run as; None trusts the family's name, tag or pipeline.
         self.execution_role: iam.IRole | None = self.training_jobs.execution_role
         #: Where RuleAlarm re-reads RuleEvaluator reports.
         self.output_bucket: s3.IBucket = self.training_jobs.output_bucket
-        self.rule_names: tuple[str, ...] | None = _check_rule_names(rule_names, self.training_job, where=where)
+        self.rule_names: tuple[str, ...] | None = _check_rule_names(rule_names, self.origin, where=where)
 
     def _use_actions(self, actions: Sequence[Action] | ActionList, where: str) -> None:
-        self._emails: list[str] = []
-        self._phone_numbers: list[str] = []
+        self._emails: list[Email] = []
+        self._phone_numbers: list[SMS] = []
         stop = _split_actions(actions, where=where, emails=self._emails, phone_numbers=self._phone_numbers)
         #: The prefix StopTraining may stop (None without StopTraining; "" for any job of a tag family): the narrower
         #: of its prefix and the family's.
@@ -160,7 +152,7 @@ class RuleAlarm(Construct):
             self.stop_prefix = _stop_prefix(stop, self.job_name_prefix, where=where)
 
     def _warn_about_weaker_trust(self) -> None:
-        if self.training_job is None and self.execution_role is None:
+        if self.origin is None and self.execution_role is None:
             cdk.Annotations.of(self).add_warning_v2(
                 "cdk-sagemaker-debugger:ruleAlarmTrustsPrefix",
                 f"The alarm acts on every one of the {self.training_jobs.label}: anyone who can create such a job can "
@@ -184,10 +176,10 @@ class RuleAlarm(Construct):
             enforce_ssl=True,
             display_name="SageMaker rule alarm",
         )
-        for address in self._emails:
-            self.topic.add_subscription(subscriptions.EmailSubscription(address))
-        for number in self._phone_numbers:
-            self.topic.add_subscription(subscriptions.SmsSubscription(number))
+        for email in self._emails:
+            self.topic.add_subscription(subscriptions.EmailSubscription(email.endpoint))
+        for sms in self._phone_numbers:
+            self.topic.add_subscription(subscriptions.SmsSubscription(sms.endpoint))
 
     def _create_table(self) -> None:
         self.table = dynamodb.Table(
@@ -219,9 +211,9 @@ class RuleAlarm(Construct):
         }
         if self.rule_names is not None:
             environment[env.RULE_NAMES] = json.dumps(list(self.rule_names))
-        elif self.training_job is not None:
+        elif self.origin is not None:
             # rules added to the job's rule set later count too: the list is written when the template is
-            environment[env.KNOWN_RULES] = cdk.Lazy.string(_JobRuleNames(self.training_job))
+            environment[env.KNOWN_RULES] = cdk.Lazy.string(_JobRuleNames(self.origin))
         if self.stop_prefix is not None:
             environment[env.STOP] = "true"
             environment[env.STOP_PREFIX] = self.stop_prefix
@@ -308,16 +300,16 @@ class RuleAlarm(Construct):
     def add_email_subscriber(self, address: str) -> sns.Subscription:
         """Send the notifications to one more e-mail address (the recipient must confirm the subscription); returns
         the subscription."""
-        endpoint = Email(address).endpoint
-        _add_unique(self._emails, endpoint, where=self.node.path, field="actions")
-        return self.topic.add_subscription(subscriptions.EmailSubscription(endpoint))
+        email = Email(address)
+        _add_unique(self._emails, email, where=self.node.path, field="actions")
+        return self.topic.add_subscription(subscriptions.EmailSubscription(email.endpoint))
 
     def add_sms_subscriber(self, phone_number: str) -> sns.Subscription:
         """Send the short notification to one more phone number (E.164, for example ``+15555550100``); returns the
         subscription."""
-        endpoint = SMS(phone_number).endpoint
-        _add_unique(self._phone_numbers, endpoint, where=self.node.path, field="actions")
-        return self.topic.add_subscription(subscriptions.SmsSubscription(endpoint))
+        sms = SMS(phone_number)
+        _add_unique(self._phone_numbers, sms, where=self.node.path, field="actions")
+        return self.topic.add_subscription(subscriptions.SmsSubscription(sms.endpoint))
 
     def on_transition(
         self, id: str, *, target: events.IRuleTarget | None = None, description: str | None = None
@@ -433,11 +425,11 @@ def _check_message_cap(value: object, *, where: str) -> int:
 class _JobRuleNames:
     """The rule configuration names of a training job, as JSON, when the template is written (rules added later count)."""
 
-    def __init__(self, training_job: ProfiledTrainingJob) -> None:
-        self._job = training_job
+    def __init__(self, origin: JobOrigin) -> None:
+        self._origin = origin
 
     def produce(self) -> str:
-        return json.dumps(sorted(_job_rule_names(self._job)))
+        return json.dumps(sorted(self._origin.rule_names()))
 
 
 def _check_statuses(statuses: object, *, where: str) -> tuple[str, ...]:
@@ -468,7 +460,7 @@ def _check_statuses(statuses: object, *, where: str) -> tuple[str, ...]:
 
 
 def _check_rule_names(
-    rule_names: object, training_job: ProfiledTrainingJob | None, *, where: str
+    rule_names: object, origin: JobOrigin | None, *, where: str
 ) -> tuple[str, ...] | None:
     if rule_names is None:
         return None
@@ -484,7 +476,7 @@ def _check_rule_names(
         raise ConfigurationError(
             "is empty, which would match no rule; pass None for every rule of the job.", where=where, field="rule_names"
         )
-    known = _job_rule_names(training_job) if training_job is not None else None
+    known = origin.rule_names() if origin is not None else None
     for name in names:
         if not isinstance(name, str) or not 1 <= len(name) <= 256:
             raise ConfigurationTypeError(
@@ -501,14 +493,8 @@ def _check_rule_names(
     return tuple(dict.fromkeys(names))
 
 
-def _job_rule_names(training_job: ProfiledTrainingJob) -> set[str]:
-    names = {rule.name for rule in training_job.rule_set.rules} if training_job.rule_set is not None else set()
-    names |= {rule.name for rule in training_job.debugger_rules}
-    return {name for name in names if isinstance(name, str)}
-
-
 def _split_actions(
-    actions: object, *, where: str, emails: list[str], phone_numbers: list[str]
+    actions: object, *, where: str, emails: list[Email], phone_numbers: list[SMS]
 ) -> StopTraining | None:
     if isinstance(actions, Action):
         actions = [actions]
@@ -522,9 +508,9 @@ def _split_actions(
     stop: StopTraining | None = None
     for position, action in enumerate(actions):
         if isinstance(action, Email):
-            _add_unique(emails, action.endpoint, where=where, field="actions")
+            _add_unique(emails, action, where=where, field="actions")
         elif isinstance(action, SMS):
-            _add_unique(phone_numbers, action.endpoint, where=where, field="actions")
+            _add_unique(phone_numbers, action, where=where, field="actions")
         elif isinstance(action, StopTraining):
             if stop is not None:
                 raise ConfigurationError(
@@ -545,9 +531,14 @@ def _split_actions(
     return stop
 
 
-def _add_unique(values: list[str], value: str, *, where: str, field: str) -> None:
-    if value in values:
-        raise ConfigurationError(f"{value!r} is given twice.", where=where, field=field, value=value)
+def _add_unique(values: list[Any], value: Email | SMS, *, where: str, field: str) -> None:
+    """One subscription per subscriber, as SNS tells them apart (e-mail domains case-insensitively)."""
+    for known in values:
+        if known.subscriber == value.subscriber:
+            same = "is given twice" if known.endpoint == value.endpoint else (
+                f"is the same subscriber as {known.endpoint!r} (SNS compares e-mail domains case-insensitively, so it "
+                "would get every notification twice); give it once")
+            raise ConfigurationError(f"{value.endpoint!r} {same}.", where=where, field=field, value=value.endpoint)
     values.append(value)
 
 

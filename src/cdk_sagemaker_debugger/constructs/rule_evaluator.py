@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 import json
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import aws_cdk as cdk
 from aws_cdk import aws_cloudwatch as cloudwatch
@@ -16,35 +16,24 @@ from aws_cdk import aws_logs as logs
 from aws_cdk import aws_s3 as s3
 from constructs import Construct
 
+from ..model.contract import CONTINUATION_DETAIL_TYPE as CONTINUATION
+from ..model.contract import DEFAULT_NAMESPACE, EVENT_SOURCE, EvaluatorEnvironment
+from ..model.contract import RULE_ISSUES_FOUND_METRIC as METRIC_NAME
+from ..model.contract import STATUS_CHANGE_DETAIL_TYPE as STATUS_CHANGE
 from ..model.errors import ConfigurationError, ConfigurationTypeError
 from ..model.health_rules import is_health_rule
 from ..model.metric_rules import is_metric_rule
 from ..model.parameters import is_token
 from ..model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
 from ..model.profiler_rules import ProfilerReport, ProfilerRule
-from ._common import (
-    EVALUATOR_REPORT_FOLDER,
-    EVALUATOR_STATE_FILE,
-    LazyPath,
-    acknowledge_wildcards,
-    check_kind,
-    check_log_retention,
-    check_reserved_concurrency,
-    lazy_string,
-    runtime_function,
-    whole_seconds,
-)
+from ._cdk.checks import check_kind, check_log_retention, check_reserved_concurrency, whole_seconds
+from ._cdk.lambda_function import runtime_function
+from ._cdk.layout import EVALUATOR_REPORT_FOLDER, EVALUATOR_STATE_FILE
+from ._cdk.lazy import LazyPath, lazy_string
+from ._cdk.nag import acknowledge_wildcards
 from .event_bus import allow_verdict_publisher, verdict_bus
-from .family import TrainingJobs, check_training_jobs
+from .family import JobOrigin, TrainingJobs, check_training_jobs
 from .rule_set import ProfilerRuleSet
-
-if TYPE_CHECKING:  # pragma: no cover
-    from .training_job import ProfiledTrainingJob
-
-from ..model.contract import CONTINUATION_DETAIL_TYPE as CONTINUATION
-from ..model.contract import DEFAULT_NAMESPACE, EVENT_SOURCE, EvaluatorEnvironment
-from ..model.contract import RULE_ISSUES_FOUND_METRIC as METRIC_NAME
-from ..model.contract import STATUS_CHANGE_DETAIL_TYPE as STATUS_CHANGE
 
 # Chosen from benchmarks/evaluator.py: 1,769 MB is one full vCPU (a 60-minute, 8-GPU node evaluates well inside the
 # timeout and peaks far below the memory); longer catch-up runs continue through continuation events.
@@ -98,11 +87,11 @@ def _check_kinds(where: str, *, event_bus: object, log_retention: object, metric
             f"{metric_namespace!r}.", where=where, field="metric_namespace", value=metric_namespace)
 
 
-def _rule_source(rules: ProfilerRuleSet | Sequence[ProfilerRule] | None, training_job: ProfiledTrainingJob | None
+def _rule_source(rules: ProfilerRuleSet | Sequence[ProfilerRule] | None, origin: JobOrigin | None
                  ) -> ProfilerRuleSet | list[ProfilerRule]:
     """A rule set (read again at synth, so rules added later count) or a fixed list of rules."""
-    if rules is None and training_job is not None and training_job.rule_set is not None:
-        return training_job.rule_set
+    if rules is None and origin is not None and origin.rule_set is not None:
+        return origin.rule_set
     if isinstance(rules, ProfilerRuleSet):
         return rules
     return [ProfilerReport()] if rules is None else list(rules)
@@ -170,7 +159,7 @@ class RuleEvaluator(Construct):
         self._create_rules()
 
     def _use_rules(self, rules: ProfilerRuleSet | Sequence[ProfilerRule] | None, where: str) -> None:
-        source_of_rules = _rule_source(rules, self.training_jobs.training_job)
+        source_of_rules = _rule_source(rules, self.training_jobs.origin)
         #: The rule set evaluated (its rules are read at synth, so rules added later are evaluated too), or None.
         self.rule_set: ProfilerRuleSet | None = source_of_rules if isinstance(source_of_rules, ProfilerRuleSet) else None
         self._rule_list: Sequence[ProfilerRule] = () if self.rule_set is not None else source_of_rules
@@ -269,20 +258,20 @@ class RuleEvaluator(Construct):
         rules = self.rule_set.rules if self.rule_set is not None else self._rule_list
         return _configs(rules, self._where) or _configs([ProfilerReport()], self._where)
 
-    def check_covers(self, training_job: ProfiledTrainingJob, *, where: str | LazyPath) -> None:
-        """Raise unless this evaluator watches ``training_job``'s runs and reads where they write (for a job that
-        shares it through ``evaluator=``)."""
-        job_prefix = f"{training_job.job_name_prefix}-"
+    def check_covers(self, training_jobs: TrainingJobs, *, where: str | LazyPath) -> None:
+        """Raise unless this evaluator watches the runs of ``training_jobs`` (a job's own family,
+        ``job.training_jobs``) and reads where they write (for a job that shares it through ``evaluator=``)."""
+        job_prefix = training_jobs.job_name_prefix
         problems = []
         if self.training_jobs.family.needs_tags:
             problems.append(f"it evaluates {self.training_jobs.label}, which a name cannot tell")
         elif not is_token(self.job_name_prefix) and not job_prefix.startswith(self.job_name_prefix):
             problems.append(f"its job_name_prefix {self.job_name_prefix!r} does not match the job's runs "
                             f"{job_prefix}*")
-        if training_job.output_bucket is not self.output_bucket:
+        if training_jobs.output_bucket is not self.output_bucket:
             problems.append("it reads another output bucket than the job's output_bucket")
-        elif self.output_prefix != training_job.output_prefix:
-            problems.append(f"it reads output_prefix {self.output_prefix!r}, the job writes {training_job.output_prefix!r}")
+        elif self.output_prefix != training_jobs.output_prefix:
+            problems.append(f"it reads output_prefix {self.output_prefix!r}, the job writes {training_jobs.output_prefix!r}")
         if problems:
             raise ConfigurationError(
                 f"the evaluator {self.node.path} cannot evaluate this job: {'; '.join(problems)}. Create the evaluator "

@@ -13,8 +13,9 @@ from constructs import Construct
 from ..model.errors import ConfigurationError, ConfigurationTypeError
 from ..model.parameters import is_token
 from ..model.profiler_rules import CustomProfilerRule, ProfilerRule
-from ._common import LazyPath as _LazyPath
-from ._common import located, rule_image, rule_image_repository_arn
+from ._cdk.checks import located
+from ._cdk.images import rule_image, rule_image_repository_arn
+from ._cdk.lazy import LazyPath as _LazyPath
 
 __all__ = ["ProfilerRuleSet", "MAX_PROFILER_RULES"]
 

@@ -19,7 +19,7 @@ from ..model.errors import ConfigurationError, ConfigurationTypeError
 from ..runtime.sampler import contract
 from ..runtime.sampler.bundle import write_bundle
 
-__all__ = ["Sampler", "SAMPLER_CHANNEL", "HangAction"]
+__all__ = ["Sampler", "SAMPLER_CHANNEL", "DEFAULT_SAMPLER", "HangAction"]
 
 #: The input channel that carries the sampler bundle (a zip that Python imports from, through PYTHONPATH).
 SAMPLER_CHANNEL = "cdk-sagemaker-sampler"
@@ -122,3 +122,7 @@ def _bundle_dir() -> Path:
     target.mkdir()
     write_bundle(target)
     return target
+
+
+#: The sampler a job gets unless it says otherwise (compared by identity, so an explicit Sampler() is "asked for").
+DEFAULT_SAMPLER = Sampler()

@@ -189,6 +189,12 @@ class _Notification(Action):
     def parameters(self) -> tuple[tuple[str, str], ...]:
         return (("endpoint", self.endpoint), ("name", self.action_name))
 
+    @property
+    def subscriber(self) -> str:
+        """The endpoint as SNS tells subscribers apart: two actions with the same subscriber are one subscription
+        (SNS would deliver every notification to it twice)."""
+        return self.endpoint
+
 
 class Email(_Notification):
     """Send an email through the ``SMDebugRules`` SNS topic when the rule fires.
@@ -205,6 +211,13 @@ class Email(_Notification):
     @property
     def address(self) -> str:
         return self.endpoint
+
+    @property
+    def subscriber(self) -> str:
+        """The address with its domain in lower case: SNS compares e-mail domains case-insensitively, so
+        ``a@example.com`` and ``a@EXAMPLE.COM`` are one subscriber (the local part is kept as given)."""
+        local, at, domain = self.endpoint.rpartition("@")
+        return f"{local}{at}{domain.lower()}" if at else self.endpoint
 
     def __repr__(self) -> str:
         return f"Email({self.endpoint!r})"

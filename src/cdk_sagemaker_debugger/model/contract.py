@@ -139,7 +139,11 @@ class JobFamily:
         return family
 
     def to_json(self) -> str:
-        return json.dumps({k: v for k, v in asdict(self).items() if v not in (None, "")}, sort_keys=True)
+        """The family as the functions' environment carries it. An empty tag value is a value (``team=""``), so only
+        unset fields and the empty "any name" prefix are left out."""
+        fields = asdict(self)
+        return json.dumps({k: v for k, v in fields.items()
+                           if v is not None and not (k == "job_name_prefix" and v == "")}, sort_keys=True)
 
     @property
     def needs_tags(self) -> bool:

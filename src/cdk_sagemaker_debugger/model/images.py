@@ -7,6 +7,7 @@ evaluator account for ap-northeast-3, so it is absent from that table on purpose
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -147,6 +148,27 @@ def check_debugger_region(region: str, *, where: str | None = None, field: str =
         )
 
 
+_REGION_NAME = re.compile(r"[a-z]{2,4}(-[a-z]+)+-\d{1,2}")
+_DIRECTIONS = frozenset({"east", "west", "north", "south", "central", "northeast", "northwest", "southeast",
+                         "southwest"})
+
+
+def _region_hint(region: str, table: Mapping[str, str]) -> str:
+    """A "did you mean" for a misspelt region only. A real region the table lacks (``il-central-1`` or ``ca-west-1``,
+    launched after it) is no misspelling of ``eu-central-1`` or ``ca-central-1``: a well-formed name is matched only
+    with regions of its own stem (``us-east-7`` -> ``us-east-1``), or, when its direction word is no direction
+    (``eu-centrl-1``), with regions of its own geography."""
+    if not _REGION_NAME.fullmatch(region):
+        return did_you_mean(region, table)
+    stem, geography, direction = region.rsplit("-", 1)[0], region.split("-")[0], region.split("-")[-2]
+    same_stem = [name for name in table if name.rsplit("-", 1)[0] == stem]
+    if same_stem:
+        return did_you_mean(region, same_stem)
+    if direction in _DIRECTIONS:
+        return ""
+    return did_you_mean(region, [name for name in table if name.split("-")[0] == geography])
+
+
 def _image(table: Mapping[str, str], repository: str, region: str, kind: str, where: str | None) -> str:
     if not isinstance(region, str):
         raise UnsupportedRegionError(
@@ -159,7 +181,7 @@ def _image(table: Mapping[str, str], repository: str, region: str, kind: str, wh
     account = table.get(region)
     if account is None:
         raise UnsupportedRegionError(
-            f"no {kind} rule image is published for region '{region}'.{did_you_mean(region, table)} "
+            f"no {kind} rule image is published for region '{region}'.{_region_hint(region, table)} "
             f"Supported regions: {', '.join(sorted(table))}. Pass image_uri= explicitly if AWS has published one since.",
             where=where,
             field="region",

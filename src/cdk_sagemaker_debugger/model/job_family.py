@@ -8,6 +8,7 @@ pattern this library builds lower-cases the literal part of the name (a deploy-t
 from __future__ import annotations
 
 import re
+import unicodedata
 from typing import Any
 
 from .errors import ConfigurationError, ConfigurationTypeError
@@ -20,8 +21,12 @@ __all__ = [
     "MIN_WATCHED_PREFIX",
     "check_job_name_prefix",
     "check_tag",
+    "check_job_tags",
+    "MAX_JOB_TAGS",
     "check_pipeline_name",
     "job_name_pattern",
+    "MAX_FAMILY_LABEL_LENGTH",
+    "family_label",
 ]
 
 MAX_JOB_NAME_LENGTH = 63
@@ -32,7 +37,12 @@ MAX_JOB_NAME_PREFIX_LENGTH = MAX_JOB_NAME_LENGTH - JOB_NAME_SUFFIX_LENGTH
 MIN_WATCHED_PREFIX = 3
 _NAME_START = re.compile(r"[a-zA-Z0-9][a-zA-Z0-9-]*")
 _JOB_PREFIX = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9])*")
-_TAG = re.compile(r"[\w\s.:/=+\-@]*")
+#: SageMaker's tag alphabet, ``[\p{L}\p{Z}\p{N}_.:/=+\-@]*``: letters, separators (spaces, not tabs or newlines),
+#: numbers and these.
+_TAG_PUNCTUATION = frozenset("_.:/=+-@")
+#: A family's label goes into resource descriptions; the shortest limit among them is a Lambda function's 256
+#: characters, and the longest text around the label is 43 characters.
+MAX_FAMILY_LABEL_LENGTH = 200
 _PIPELINE_NAME = re.compile(r"[a-zA-Z0-9](-*[a-zA-Z0-9]){0,255}")
 
 
@@ -93,27 +103,55 @@ def _check_watched(prefix: str, where: str | None, field: str, from_job: str | N
             where=where, field=field, value=prefix)
 
 
-def check_tag(key: Any, value: Any, *, where: object = None) -> tuple[str, str]:
-    """A tag (key 1-128, value 0-256 characters of SageMaker's tag alphabet) to select jobs by; tokens pass."""
+def check_tag(key: Any, value: Any, *, where: object = None, field: str | None = None) -> tuple[str, str]:
+    """A tag (key 1-128, value 0-256 characters of SageMaker's tag alphabet) to select jobs by, or (``field``, for
+    example ``"tags"``) one to set on jobs; tokens pass."""
     where = None if where is None else str(where)
-    for field, text, low, high in (("tag_key", key, 1, 128), ("tag_value", value, 0, 256)):
+    names = (f"{field} key", f"{field}[{key!r}]") if field else ("tag_key", "tag_value")
+    for field, text, low, high in ((names[0], key, 1, 128), (names[1], value, 0, 256)):
         if not isinstance(text, str):
             raise ConfigurationTypeError(f"expected a string, got {type(text).__name__} {text!r}.", where=where,
                                          field=field, value=text)
-        if not is_token(text) and (not low <= len(text) <= high or not _TAG.fullmatch(text)):
+        if not is_token(text) and (not low <= len(text) <= high or not _in_tag_alphabet(text)):
             raise ConfigurationError(
-                f"must be {low}-{high} letters, digits, spaces and _.:/=+-@ (SageMaker's tag alphabet), got {text!r}.",
-                where=where, field=field, value=text)
+                f"must be {low}-{high} letters, digits, spaces and _.:/=+-@ (SageMaker's tag alphabet: no tab or "
+                f"newline, which no job can carry), got {text!r}.", where=where, field=field, value=text)
     if not is_token(key) and key.lower().startswith("aws:"):
         raise ConfigurationError(f"{key!r} is reserved for AWS (keys starting 'aws:' cannot be set on jobs); use your "
-                                 "own key, for example 'team'.", where=where, field="tag_key", value=key)
+                                 "own key, for example 'team'.", where=where, field=names[0], value=key)
     return key, value
 
 
-def check_pipeline_name(name: Any, *, where: object = None) -> str:
-    """A SageMaker Pipeline name (1-256 letters, digits and hyphens); a deploy-time token cannot be used, because the
-    functions compare it with the pipeline named in each job's tag."""
+#: CreateTrainingJob accepts at most 50 tags.
+MAX_JOB_TAGS = 50
+
+
+def check_job_tags(tags: Any, *, where: object = None) -> dict[str, str]:
+    """The ``tags=`` of a training job, as CreateTrainingJob accepts them: at most 50, each key and value in
+    SageMaker's tag alphabet, no key starting ``aws:`` (which CreateTrainingJob refuses). Returns a copy."""
     where = None if where is None else str(where)
+    if tags is None:
+        return {}
+    if not hasattr(tags, "items"):
+        raise ConfigurationTypeError(f"expected a mapping of tag keys to values, got {type(tags).__name__} {tags!r}.",
+                                     where=where, field="tags", value=tags)
+    if len(tags) > MAX_JOB_TAGS:
+        raise ConfigurationError(f"{len(tags)} tags; CreateTrainingJob accepts at most {MAX_JOB_TAGS}.", where=where,
+                                 field="tags", value=len(tags))
+    return dict(check_tag(key, value, where=where, field="tags") for key, value in tags.items())
+
+
+def _in_tag_alphabet(text: str) -> bool:
+    return all(c in _TAG_PUNCTUATION or unicodedata.category(c)[0] in "LNZ" for c in text)
+
+
+def check_pipeline_name(name: Any, *, where: object = None, allow_token: bool = False) -> str:
+    """A SageMaker PipelineName (1-256 letters, digits and hyphens, a letter or digit at each end; botocore's
+    pattern, which a test compares with this one). A deploy-time token passes with ``allow_token`` (a pipeline's own
+    name); a family refuses one, because the functions compare it with the pipeline named in each job's tag."""
+    where = None if where is None else str(where)
+    if allow_token and is_token(name):
+        return name
     if not isinstance(name, str) or is_token(name):
         raise ConfigurationTypeError(f"expected the pipeline's name as a literal string such as 'churn-pipeline', got "
                                      f"{name!r}.", where=where, field="pipeline_name", value=name)
@@ -128,3 +166,14 @@ def job_name_pattern(prefix: str) -> str:
     """The resource-name part of a training-job ARN pattern for ``prefix`` (the ARN case policy: lower case)."""
     return f"{prefix if is_token(prefix) else prefix.lower()}*"
 
+
+
+def family_label(text: str) -> str:
+    """``text`` (``training jobs tagged team=vision``) as resource descriptions can carry it: at most
+    :data:`MAX_FAMILY_LABEL_LENGTH` characters, its start and end kept around ``...`` when longer (a 256-character
+    pipeline name or a 128/256-character tag would otherwise exceed a Lambda function's description)."""
+    if len(text) <= MAX_FAMILY_LABEL_LENGTH:
+        return text
+    keep = MAX_FAMILY_LABEL_LENGTH - 3
+    head = keep * 2 // 3
+    return f"{text[:head]}...{text[len(text) - (keep - head):]}"

@@ -125,6 +125,18 @@ def _check_metric_name(argument: str, value: Any, where: str) -> str:
     return value
 
 
+def _check_distinct_metrics(metrics: Mapping[str, str], where: str) -> None:
+    """Overfit compares two metrics; given one metric twice, validation minus training is always 0 and it never fires."""
+    seen: dict[str, str] = {}
+    for argument, metric in metrics.items():
+        if metric in seen:
+            raise ConfigurationError(
+                f"names the same metric as {seen[metric]}= ({metric!r}); the rule compares two different metrics "
+                "and could never fire. Name the other metric, e.g. train_metric='train:loss', "
+                "validation_metric='validation:loss'.", where=where, field=argument, value=metric)
+        seen[metric] = argument
+
+
 class MetricRule(ProfilerRule):
     """A training-health rule on algorithm metrics; the classes are generated from ``METRIC_RULE_SPECS``.
 
@@ -152,6 +164,7 @@ class MetricRule(ProfilerRule):
                     f"is required: the name of the metric to watch, as defined in the training job's "
                     f"metric_definitions= (e.g. {argument}='train:loss').", where=self.where, field=argument)
             metrics[argument] = _check_metric_name(argument, arguments.pop(argument), self.where)
+        _check_distinct_metrics(metrics, self.where)
         arguments = self._convert_aliases(arguments)
         parameters = validate_parameters(self.spec.parameters, arguments, where=self.where)
         self.metrics: dict[str, str] = metrics

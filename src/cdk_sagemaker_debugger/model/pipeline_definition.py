@@ -19,16 +19,12 @@ from .parameters import is_token
 
 __all__ = [
     "PIPELINE_SCHEMA_VERSION",
-    "PIPELINE_JOB_NAME_PREFIX",
     "PLACEHOLDER_JOB_NAME",
     "training_step",
     "pipeline_definition",
-    "check_pipeline_name",
 ]
 
 PIPELINE_SCHEMA_VERSION = "2020-12-01"
-#: Every job a pipeline starts is named ``pipelines-<execution id>-<step name>-<random>``.
-PIPELINE_JOB_NAME_PREFIX = "pipelines"
 #: Stands in for the name Pipelines generates, when the step's Arguments go through the CreateTrainingJob check.
 PLACEHOLDER_JOB_NAME = "pipelines-0000000000ab-Step-0000000000"
 
@@ -45,11 +41,6 @@ def _check_string(value: Any, shape_name: str, field: str, where: Any) -> None:
     if not low <= len(value) <= high or (pattern and not regex.fullmatch(pattern, value)):
         raise ConfigurationError(f"{value!r} must be {low}-{high} characters matching {pattern} (SageMaker's "
                                  f"{shape_name}).", where=where, field=field, value=value)
-
-
-def check_pipeline_name(name: Any, *, where: Any = None) -> None:
-    """A PipelineName: letters, digits and hyphens, 1-256 characters, starting and ending with a letter or digit."""
-    _check_string(name, "PipelineName", "pipeline_name", where)
 
 
 def training_step(

@@ -6,7 +6,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from cdk_sagemaker_debugger.runtime.evaluator.engine import Evaluator, RuleConfig, SubRuleResult, evaluate_store
+from cdk_sagemaker_debugger.runtime.evaluator.engine import Evaluator, RuleConfig, SubRuleResult
+from cdk_sagemaker_debugger.runtime.evaluator.reading import evaluate_store
 from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import JobSpec, write_job
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from evaluator_jobs import report, small_spec, verdict
 
 from cdk_sagemaker_debugger import cli
-from cdk_sagemaker_debugger.runtime.evaluator.engine import evaluate_store
 from cdk_sagemaker_debugger.runtime.evaluator.readers import FrameworkFile, ParseStats, iter_system_records, parse_trace
+from cdk_sagemaker_debugger.runtime.evaluator.reading import evaluate_store
 from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import constant, hour_folder, write_job
 

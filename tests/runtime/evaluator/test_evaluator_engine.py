@@ -10,13 +10,8 @@ from pathlib import Path
 import pytest
 from evaluator_jobs import evaluate, report, small_spec, verdict
 
-from cdk_sagemaker_debugger.runtime.evaluator.engine import (
-    Cursor,
-    Evaluator,
-    evaluate_store,
-    feed,
-    list_new_files,
-)
+from cdk_sagemaker_debugger.runtime.evaluator.engine import Evaluator
+from cdk_sagemaker_debugger.runtime.evaluator.reading import Cursor, evaluate_store, feed, list_new_files
 from cdk_sagemaker_debugger.runtime.evaluator.report import report_files
 from cdk_sagemaker_debugger.runtime.evaluator.storage import EvaluationInputError, LocalStore
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import DataloaderSpec, StepSpec, constant, write_job

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from evaluator_jobs import FIXTURES, evaluate, report, small_spec, verdict
 
-from cdk_sagemaker_debugger.runtime.evaluator.engine import RuleConfig, evaluate_store
+from cdk_sagemaker_debugger.runtime.evaluator.engine import RuleConfig
 from cdk_sagemaker_debugger.runtime.evaluator.numerics import jensen_shannon_distance
 from cdk_sagemaker_debugger.runtime.evaluator.readers import (
     ParseStats,
@@ -18,6 +18,7 @@ from cdk_sagemaker_debugger.runtime.evaluator.readers import (
     parse_system_lines,
     parse_trace,
 )
+from cdk_sagemaker_debugger.runtime.evaluator.reading import evaluate_store
 from cdk_sagemaker_debugger.runtime.evaluator.rules import REPORT_RULES
 from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
 

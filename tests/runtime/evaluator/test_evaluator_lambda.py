@@ -377,3 +377,42 @@ def test_auto_takes_the_sampler_files_as_soon_as_they_arrive(aws, tmp_path):
     upload_tree(aws["s3"], root)
     store = lh.profiler_store(sampler_job(), aws["s3"], SAMPLER_SETTINGS.profiler_s3_uri)
     assert lh.choose_source(SAMPLER_SETTINGS, sampler_job(), store, 0.0) == "PROFILER"
+
+
+def test_a_job_stopped_before_writing_data_gets_a_status_dated_at_its_end(aws):
+    """Its status was dated 1970-01-01 (no data, so no data time)."""
+    start = datetime(2025, 11, 29, 7, 7, tzinfo=timezone.utc)
+    sm, stub = sagemaker_stub(describe("Stopped", start=start, end=start + timedelta(minutes=2)))
+    settings = lh.Settings(family=JobFamily(job_name_prefix="exp-"), read_workers=2, source="PROFILER")
+    assert lh.evaluate_job(JOB, settings, clients_for(aws, sm), deadline=float("inf"))["result"] == "final"
+    [event] = received(aws)
+    [status] = event["detail"]["ProfilerRuleEvaluationStatuses"]
+    assert status["LastModifiedTime"] == "2025-11-29T07:09:00Z"
+    assert status["StatusDetails"].startswith("NotApplicable:")
+    stub.assert_no_pending_responses()
+
+
+@pytest.mark.parametrize("message", ["Requested resource not found.", "Could not find requested job with name x"])
+def test_an_event_for_a_job_that_does_not_exist_is_logged_not_failed(aws, caplog, message):
+    """The handler raised RuntimeError (and the event went to the dead-letter queue after retries)."""
+    client = boto3.client("sagemaker", region_name=REGION)
+    stub = Stubber(client)
+    stub.add_client_error("describe_training_job", "ValidationException", message, 400,
+                          expected_params={"TrainingJobName": JOB})
+    stub.activate()
+    event = {"source": "aws.sagemaker", "detail": {"TrainingJobName": JOB, "TrainingJobStatus": "Completed"}}
+    outcome = lh.handler(event, None, clients=clients_for(aws, client), settings=SETTINGS)
+    assert outcome == {"jobs": [{"job": JOB, "result": "no such job"}]}
+    assert f"{JOB}: not evaluated: no such training job" in caplog.text
+    assert received(aws) == []
+    stub.assert_no_pending_responses()
+
+
+def test_other_describe_failures_still_fail_the_invocation(aws):
+    client = boto3.client("sagemaker", region_name=REGION)
+    stub = Stubber(client)
+    stub.add_client_error("describe_training_job", "ThrottlingException", "Rate exceeded", 400,
+                          expected_params={"TrainingJobName": JOB})
+    stub.activate()
+    with pytest.raises(RuntimeError, match="ThrottlingException"):
+        lh.handler({"detail": {"TrainingJobName": JOB}}, None, clients=clients_for(aws, client), settings=SETTINGS)

@@ -3,12 +3,14 @@ exactly at each threshold (comparisons are strict), several nodes, several GPUs 
 
 from __future__ import annotations
 
+import json
 import math
 import statistics
 
 import pytest
 from evaluator_jobs import evaluate, report, small_spec, standalone, verdict
 
+from cdk_sagemaker_debugger.runtime.evaluator.report import report_files
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import DataloaderSpec, StepSpec, constant
 
 ORIGIN = small_spec().start * 1_000_000
@@ -273,6 +275,16 @@ def test_max_initialization_time_quiet_once_steps_run():
 def test_max_initialization_time_not_applicable_without_framework_traces():
     ev = evaluate(small_spec(minutes=4), standalone("MaxInitializationTime", threshold=2))
     assert verdict(ev, "MaxInitializationTime").verdict == "NotApplicable"
+
+
+@pytest.mark.parametrize("config", [standalone("MaxInitializationTime", threshold=2),
+                                    report(MaxInitializationTime_threshold=2)], ids=["standalone", "in-report"])
+def test_a_not_applicable_rule_writes_no_trigger_in_its_report(config):
+    """MaxInitializationTime.json said RuleTriggered 9 next to the verdict NotApplicable (CLI and Lambda)."""
+    ev = evaluate(small_spec(minutes=6), config)
+    assert verdict(ev, "MaxInitializationTime").verdict == "NotApplicable"
+    written = json.loads(report_files(ev.results(final=True))["profiler-reports/MaxInitializationTime.json"])
+    assert written["RuleTriggered"] == 0 and written["Violations"] == 0
     assert ev.results(final=True)[0].status == "NoIssuesFound"
 
 

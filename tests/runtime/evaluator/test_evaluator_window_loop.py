@@ -13,9 +13,10 @@ import pytest
 from evaluator_jobs import report, small_spec, standalone, verdict
 
 from cdk_sagemaker_debugger import cli
-from cdk_sagemaker_debugger.runtime.evaluator import engine
-from cdk_sagemaker_debugger.runtime.evaluator.engine import Cursor, Evaluator, evaluate_store, feed, list_new_files
+from cdk_sagemaker_debugger.runtime.evaluator import engine, reading
+from cdk_sagemaker_debugger.runtime.evaluator.engine import Evaluator
 from cdk_sagemaker_debugger.runtime.evaluator.html_report import render
+from cdk_sagemaker_debugger.runtime.evaluator.reading import Cursor, evaluate_store, feed, list_new_files
 from cdk_sagemaker_debugger.runtime.evaluator.rules import RuleConfigError
 from cdk_sagemaker_debugger.runtime.evaluator.storage import EvaluationInputError, LocalStore
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import StepSpec, constant, hour_folder, write_job
@@ -188,7 +189,7 @@ def test_a_file_far_larger_than_any_profiler_file_is_reported_and_not_read(tmp_p
     root = write_job(tmp_path / "po", small_spec())
     files = _system_files(root)
     cap = files[1].stat().st_size
-    monkeypatch.setattr(engine, "MAX_FILE_BYTES", cap)  # instead of writing a 256 MB file
+    monkeypatch.setattr(reading, "MAX_FILE_BYTES", cap)  # instead of writing a 256 MB file
     big = files[1]
     big.write_bytes(big.read_bytes() + b"\n" * 2_000_000)
     store = LocalStore(root)
@@ -210,3 +211,18 @@ def test_a_framework_file_named_long_before_the_job_does_not_move_its_start(tmp_
     assert ev.stats.problems == ["framework/pevents/1970010100/60000000_0-algo-1_pythontimeline.json: named "
                                  "1970-01-01T00:01:00Z, more than a day before the first system metrics file "
                                  f"(system/incremental/2025112907/{T0}.algo-1.json); not used as the job's start (T0)"]
+
+
+def test_rules_with_different_scan_intervals_are_not_silently_evaluated_at_one_in_the_lambda():
+    """The Lambda (not strict) evaluates at the first configured rule's interval; a rule configured with another one
+    reports Error saying so instead of being evaluated at the other's interval without a word."""
+    ev = Evaluator([standalone("LowGPUUtilization"), standalone("StepOutlier", scan_interval_us="30000000"),
+                    standalone("BatchSize", scan_interval_us=60_000_000)], strict=False)
+    assert ev.scan_us == 60_000_000
+    statuses = {r.configuration_name: r for r in ev.results(final=True)}
+    assert statuses["StepOutlier"].status == "Error"
+    assert statuses["StepOutlier"].status_details.startswith(
+        "RuleConfigError: StepOutlier: scan_interval_us=30,000,000 differs from 60,000,000 of LowGPUUtilization")
+    assert statuses["LowGPUUtilization"].status != "Error" and statuses["BatchSize"].status != "Error"
+    with pytest.raises(RuleConfigError, match="different scan_interval_us values"):
+        Evaluator([standalone("LowGPUUtilization"), standalone("StepOutlier", scan_interval_us="30000000")])

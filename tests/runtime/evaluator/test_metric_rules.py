@@ -83,10 +83,17 @@ def test_stalled_metric_is_a_gap_in_the_timestamps():
     assert outcome.first_step == 2
     recent = stalled(series([1.0]), metric="m", threshold=1800, training_since=S0, reference=S0 + 1800)
     assert recent.violations == [] and recent.details["longest_gap_seconds"] == 1800
-    never = stalled([], metric="m", threshold=1800, training_since=S0, reference=S0 + 1801)
-    assert never.violations[0]["seconds"] == 1801  # nothing since training started
     assert stalled([], metric="m", threshold=1800, training_since=None, reference=None).not_applicable == (
         "the job has not started training yet")
+
+
+def test_a_metric_that_never_got_a_datapoint_is_not_applicable_not_stalled():
+    """A MetricDefinitions regex that never matches looks like a stall from the first minute; firing (with
+    StopTraining) stopped a healthy job although the docs said NotApplicable."""
+    never = stalled([], metric="train:loss", threshold=1800, training_since=S0, reference=S0 + 7200)
+    assert never.violations == [] and never.first_step is None
+    assert never.not_applicable.startswith("train:loss has no datapoint in the 7200 s since training started: its "
+                                           "MetricDefinitions regex may never match")
 
 
 # ---- the evaluation and its state ----------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from rule_alarm_world import ACCOUNT, SCHEDULED_EVENT, AwsClients, Harness, evaluator_event
 
-from cdk_sagemaker_debugger.constructs import _common
+from cdk_sagemaker_debugger.constructs._cdk import layout as _common
 from cdk_sagemaker_debugger.runtime.evaluator import lambda_handler as evaluator_handler
 from cdk_sagemaker_debugger.runtime.evaluator import report as evaluator_report
 from cdk_sagemaker_debugger.runtime.evaluator import state as evaluator_state

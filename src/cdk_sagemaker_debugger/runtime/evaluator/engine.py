@@ -7,11 +7,8 @@ open windows, clock) is JSON, so a Lambda can stop after any window and carry on
 
 from __future__ import annotations
 
-import math
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
@@ -19,15 +16,10 @@ from typing import Any
 from .codec import decode, encode
 from .progress import Progress
 from .readers import (
-    END_MARKERS,
     FrameworkFile,
     ParseStats,
     SystemFile,
     TraceEvent,
-    iter_system_records,
-    parse_framework_key,
-    parse_system_key,
-    parse_trace,
 )
 from .rules import (
     DATALOADER_PHASES,
@@ -41,7 +33,6 @@ from .rules import (
     rule_class,
     split_report_overrides,
 )
-from .storage import EvaluationInputError, Store
 from .timeline import Timeline
 from .window import SystemWindow, WindowContext
 
@@ -168,7 +159,8 @@ class RuleRun:
         for rule in self.rules:
             reason = rule.gap(facts)
             if reason:
-                subs.append(SubRuleResult(rule.name, VERDICT_NOT_APPLICABLE, reason, rule.report, rule.summary))
+                subs.append(SubRuleResult(rule.name, VERDICT_NOT_APPLICABLE, reason, not_applicable_report(rule.report),
+                                          rule.summary))
             elif rule.triggered():
                 subs.append(SubRuleResult(rule.name, STATUS_ISSUES, describe_trigger(rule), rule.report, rule.summary))
             else:
@@ -231,6 +223,13 @@ def scan_interval_us(config: RuleConfig) -> int:
     return value
 
 
+def not_applicable_report(report: dict[str, Any]) -> dict[str, Any]:
+    """The report of a rule that cannot judge the job: what it counted on data the job never produced is no finding,
+    so ``RuleTriggered`` and ``Violations`` are 0 (MaxInitializationTime without framework traces counted a
+    violation per window and wrote ``RuleTriggered`` 9 next to the verdict NotApplicable)."""
+    return {**report, "RuleTriggered": 0, "Violations": 0}
+
+
 def describe_trigger(rule: ProfilerRule) -> str:
     r = rule.report
     counts = f"condition met in {r['RuleTriggered']} window(s), {r['Violations']} violation(s)"
@@ -270,8 +269,7 @@ class Evaluator:
             raise RuleConfigError("no rule to evaluate")
         self.runs = [_rule_run(c, strict) for c in configs]
         if scan_interval_us is None:
-            intervals = [_scan_interval(run) for run in self.runs if not (run.failed and not run.rules)]
-            scan_interval_us = min(intervals, default=DEFAULT_SCAN_INTERVAL_US)
+            scan_interval_us = _one_scan_interval(self.runs, strict)
         self.scan_us = int(scan_interval_us)
         self.origin_us: int | None = None
         self.next_window = 0
@@ -379,7 +377,7 @@ class Evaluator:
         for file, count in self._misplaced.items():
             self.stats.note(f"{file.key}: skipped {count} record(s) whose Timestamp is more than "
                             f"{MAX_RECORD_DRIFT_US // 60_000_000} minutes away from the file's minute "
-                            f"({_iso_us(file.timestamp_us)}); the managed rules never read them either")
+                            f"({iso_us(file.timestamp_us)}); the managed rules never read them either")
         self._misplaced.clear()
 
     def _window(self, k: int) -> SystemWindow:
@@ -449,7 +447,7 @@ class Evaluator:
         self.skipped_windows += target - k
         start, _ = self._window_bounds(k)
         end, _ = self._window_bounds(target)
-        self.stats.note(f"no data from {_iso_us(start)} to {_iso_us(end)}: {target - k} empty window(s) skipped, "
+        self.stats.note(f"no data from {iso_us(start)} to {iso_us(end)}: {target - k} empty window(s) skipped, "
                         "not evaluated (a gap in the profiler output, or a file named with a far-off time)")
         return True
 
@@ -528,7 +526,7 @@ class Evaluator:
         newest = self.progress.newest_s()
         for node, last in sorted(self.progress.nodes.items()):
             if newest is not None and newest - last > SILENT_NODE_S:
-                self.stats.note(f"{node} stopped writing system metrics at {_iso_us(last * 1e6)}, "
+                self.stats.note(f"{node} stopped writing system metrics at {iso_us(last * 1e6)}, "
                                 f"{(newest - last) / 60:.1f} minutes before the newest sample of another node")
 
     def input_gap(self) -> tuple[str, str] | None:
@@ -621,300 +619,36 @@ def _scan_interval(run: RuleRun) -> int:
     return scan_interval_us(run.config)
 
 
-def _iso_us(us: float) -> str:
+def _one_scan_interval(runs: list[RuleRun], strict: bool) -> int:
+    """The window length of the evaluation: one for all configured rules, because one window loop feeds them all.
+
+    Rules configured with different ``scan_interval_us`` values cannot share it; evaluating one at another's interval
+    would change its per-window counts without saying so. Strict (the CLI): refused, naming each value. Otherwise
+    (the Lambda): the first usable configured rule's interval is used, and each rule configured with another one
+    reports Error saying so; the others are evaluated."""
+    usable = [run for run in runs if not (run.failed and not run.rules)]
+    if not usable:
+        return DEFAULT_SCAN_INTERVAL_US
+    chosen = _scan_interval(usable[0])
+    odd = [run for run in usable if _scan_interval(run) != chosen]
+    if not odd:
+        return chosen
+    listed = ", ".join(f"{run.config.configuration_name}={_scan_interval(run):,}" for run in usable)
+    fix = "configure the same scan_interval_us for every rule (the default, 60,000,000, is what the managed rules use)"
+    if strict:
+        raise RuleConfigError(f"the rules have different scan_interval_us values ({listed} us), but one evaluation "
+                              f"has one window length: {fix}, or evaluate them in separate runs.")
+    for run in odd:
+        index = runs.index(run)
+        runs[index] = RuleRun.broken(run.config, (
+            f"RuleConfigError: {run.config.configuration_name}: scan_interval_us={_scan_interval(run):,} differs from "
+            f"{chosen:,} of {usable[0].config.configuration_name}, with which it is evaluated; it was not evaluated "
+            f"at another window length. {fix[0].upper()}{fix[1:]}."))
+    return chosen
+
+
+def iso_us(us: float) -> str:  # also the reader's (reading.py)
     try:
         return datetime.fromtimestamp(us / 1e6, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (OverflowError, OSError, ValueError):
         return f"{us / 1e6:.0f} s since the epoch"
-
-
-
-# ---------------------------------------------------------------------------------------------------------------------
-# Reading a store: listing with a cursor, prefetching reads, feeding the evaluator in time order.
-
-
-@dataclass
-class Cursor:
-    """Which keys under one prefix were consumed: everything up to ``start_after`` plus the ``seen`` keys after it.
-
-    Listing restarts a few minutes behind the newest key, so files that arrive late for another node are still found.
-    """
-
-    start_after: str | None = None
-    seen: set[str] = field(default_factory=set)
-
-    def to_state(self) -> dict[str, Any]:
-        return {"start_after": self.start_after, "seen": sorted(self.seen)}
-
-    @classmethod
-    def from_state(cls, state: dict[str, Any] | None) -> Cursor:
-        if not state:
-            return cls()
-        start_after, seen = state.get("start_after"), state.get("seen", [])
-        if not (start_after is None or isinstance(start_after, str)) or not all(isinstance(k, str) for k in seen):
-            raise TypeError(f"a cursor holds keys (strings), not {start_after!r} and {seen!r:.80}")
-        return cls(start_after, set(seen))
-
-    def advance(self, consumed: list[tuple[int, str]], trailing_us: int = 300_000_000) -> None:
-        """``consumed``: (timestamp, key) pairs read in this run, in order."""
-        self.seen.update(key for _, key in consumed)
-        if not consumed:
-            return
-        newest = max(ts for ts, _ in consumed)
-        keep_from = newest - trailing_us
-        behind = sorted(key for ts, key in consumed if ts <= keep_from)
-        if behind:
-            candidate = behind[-1]
-            if self.start_after is None or candidate > self.start_after:
-                self.start_after = candidate
-        if self.start_after is not None:
-            self.seen = {k for k in self.seen if k > self.start_after}
-
-
-@dataclass
-class Listing:
-    system: list[SystemFile]
-    framework: list[FrameworkFile]
-    ended: bool
-    sizes: dict[str, int] = field(default_factory=dict)
-    ignored: list[str] = field(default_factory=list)  # keys named with a time in the future: never read
-    problems: list[str] = field(default_factory=list)  # what the store could not list (unreadable folders)
-
-
-FUTURE_TOLERANCE_US = 86_400_000_000  # a file named more than a day after now is a stray, not profiler output
-# A minute of a 192-vCPU node sampled every 100 ms is about 30 MB and framework files rotate at 10 MB; a file many
-# times larger would only exhaust the memory of the Lambda.
-MAX_FILE_BYTES = 256 << 20
-# A framework file named more than this before the first system file does not move T0 (a stray, not the job's start).
-MAX_ORIGIN_LEAD_US = 86_400_000_000
-
-
-def list_new_files(store: Store, system_cursor: Cursor, framework_cursor: Cursor, *,
-                   now_us: float | None = None) -> Listing:
-    """The files not consumed yet, in time order. Files named with a time more than a day in the future are listed
-    as ``ignored``: read, one would hold the job's clock (its last window) in the future forever."""
-    limit = (time.time() * 1e6 if now_us is None else now_us) + FUTURE_TOLERANCE_US
-    listing = Listing([], [], False)
-    for obj in store.list("system/", system_cursor.start_after):
-        parsed = parse_system_key(obj.key)
-        if parsed and obj.key not in system_cursor.seen:
-            _admit(listing, listing.system, parsed, obj.size, limit)
-    for obj in store.list("framework/pevents/", framework_cursor.start_after):
-        parsed_fw = parse_framework_key(obj.key)
-        if parsed_fw and obj.key not in framework_cursor.seen:
-            _admit(listing, listing.framework, parsed_fw, obj.size, limit)
-    listing.system.sort()
-    listing.framework.sort()
-    listing.ended = any(store.exists(marker) for marker in END_MARKERS)
-    listing.problems += store_problems(store)
-    return listing
-
-
-def _admit(listing: Listing, files: list[Any], parsed: SystemFile | FrameworkFile, size: int, limit: float) -> None:
-    problem = None
-    if parsed.timestamp_us > limit:
-        problem = f"named with a time in the future ({_iso_us(parsed.timestamp_us)})"
-    elif size > MAX_FILE_BYTES:
-        problem = f"{size / 1e6:,.0f} MB, more than any profiler file ({MAX_FILE_BYTES >> 20} MB at most)"
-    if problem:
-        listing.ignored.append(parsed.key)
-        listing.problems.append(f"{parsed.key}: {problem}; not read")
-        return
-    files.append(parsed)
-    listing.sizes[parsed.key] = size
-
-
-def store_problems(store: Store) -> list[str]:
-    """What the store could not list since it was last asked (a folder it cannot read), emptied on reading."""
-    problems = getattr(store, "problems", None)
-    if not problems:
-        return []
-    taken = list(problems)
-    problems.clear()
-    return taken
-
-
-PREFETCH_BUDGET_BYTES = 48 << 20  # bytes read ahead at most (a 96-core, 100 ms minute file is about 15 MB)
-
-
-def _prefetch(store: Store, keys: list[str], workers: int, sizes: dict[str, int] | None = None,
-              budget: int = PREFETCH_BUDGET_BYTES) -> Iterator[tuple[str, bytes | Exception]]:
-    """Read keys in order with a few reads in flight (S3 latency dominates small files), never more than ``budget``
-    bytes ahead of the file being evaluated."""
-    if workers <= 1:
-        for key in keys:
-            try:
-                yield key, store.read(key)
-            except Exception as exc:  # reported per file, never fatal
-                yield key, exc
-        return
-    sizes = sizes or {}
-    with ThreadPoolExecutor(max_workers=workers) as pool:
-        inflight: deque[tuple[str, Future[bytes]]] = deque()
-        pending = deque(keys)
-        ahead = 0
-        while pending or inflight:
-            while pending and (not inflight or (len(inflight) < workers * 2
-                                                and ahead + sizes.get(pending[0], 0) <= budget)):
-                key = pending.popleft()
-                ahead += sizes.get(key, 0)
-                inflight.append((key, pool.submit(store.read, key)))
-            key, fut = inflight.popleft()
-            ahead -= sizes.get(key, 0)
-            try:
-                data: bytes | Exception = fut.result()
-            except Exception as exc:
-                data = exc
-            yield key, data
-            del data
-
-
-@dataclass
-class RunOutcome:
-    complete: bool  # every listed file was consumed and every complete window evaluated
-    windows: int
-    system_consumed: list[tuple[int, str]]
-    framework_consumed: list[tuple[int, str]]
-    ignored: list[str] = field(default_factory=list)
-
-
-#: ``progress(files done, files listed, counters so far)``: the counters give bytes and records read for a progress bar.
-ProgressCallback = Callable[[int, int, ParseStats], None]
-
-
-class _Horizons:
-    """How far each stream has been read: windows may close up to there."""
-
-    def __init__(self, evaluator: Evaluator, system: list[SystemFile], framework: list[FrameworkFile], ended: bool):
-        self.evaluator = evaluator
-        self.system = [f.timestamp_us for f in system]
-        self.framework = [f.timestamp_us for f in framework]
-        self.sys_pos = self.fw_pos = 0
-        self.ended = ended
-        self.no_framework_ever = evaluator.newest_framework_us is None
-
-    def __call__(self) -> tuple[float, float]:
-        evaluator = self.evaluator
-        if self.sys_pos < len(self.system):
-            sys_through: float = self.system[self.sys_pos] - 1
-        else:
-            sys_through = math.inf if self.ended else (evaluator.newest_system_us or 0)
-        if self.fw_pos < len(self.framework):
-            fw_through: float = self.framework[self.fw_pos] - 1
-        elif self.ended or self.no_framework_ever:
-            fw_through = math.inf
-        else:
-            fw_through = evaluator.newest_framework_us or 0
-        return sys_through, fw_through
-
-
-def _read_into(evaluator: Evaluator, item: SystemFile | FrameworkFile, key: str, data: bytes | Exception) -> None:
-    stats = evaluator.stats
-    if isinstance(data, Exception):
-        stats.bad_files += 1
-        stats.note(f"{key}: could not be read ({type(data).__name__}: {data})")
-        if isinstance(item, SystemFile):
-            evaluator.facts.system_files += 1
-    elif isinstance(item, SystemFile):
-        evaluator.facts.system_files += 1
-        for chunk in iter_system_records(data, key, stats):
-            evaluator.add_system_records(item, chunk)
-        evaluator.flush_problems()
-    else:
-        evaluator.add_framework_events(item, parse_trace(data, item, stats))
-
-
-def _framework_origin(evaluator: Evaluator, first: SystemFile, framework: list[FrameworkFile]) -> int | None:
-    """The first framework file's time, which moves T0 when it is earlier than the first system file, unless it is
-    named implausibly long before it (then it is reported and T0 stays the first system file)."""
-    if not framework:
-        return None
-    if framework[0].timestamp_us < first.timestamp_us - MAX_ORIGIN_LEAD_US:
-        evaluator.stats.note(f"{framework[0].key}: named {_iso_us(framework[0].timestamp_us)}, more than a day before "
-                             f"the first system metrics file ({first.key}); not used as the job's start (T0)")
-        return None
-    return framework[0].timestamp_us
-
-
-def feed(evaluator: Evaluator, store: Store, listing: Listing, *, final: bool, deadline: float | None = None,
-         progress: ProgressCallback | None = None, read_workers: int = 4) -> RunOutcome:
-    """Read the listed files in time order into ``evaluator`` and evaluate every window that becomes complete.
-
-    ``final`` says no more files will ever come (a post-hoc run, or training has ended). ``deadline``
-    (``time.monotonic()``) stops reading and evaluating; the outcome is then not complete.
-    """
-    for problem in listing.problems:
-        evaluator.stats.bad_files += 1
-        evaluator.stats.note(problem)
-    system, framework = listing.system, listing.framework
-    evaluator.note_listing(system[-1].timestamp_us if system else None,
-                           framework[-1].timestamp_us if framework else None)
-    ended = final or listing.ended
-    if evaluator.origin_us is None:
-        if not system:
-            return RunOutcome(True, 0, [], [], list(listing.ignored))
-        evaluator.set_origin(system[0].timestamp_us, _framework_origin(evaluator, system[0], framework))
-    # Interleave: framework files are read up to four minutes ahead of the system clock.
-    order: list[tuple[int, int, Any]] = [(f.timestamp_us, 1, f) for f in system]
-    order += [(f.timestamp_us - FRAMEWORK_LOOKAHEAD_US - 60_000_000, 0, f) for f in framework]
-    order.sort(key=lambda item: (item[0], item[1], item[2].key))
-    horizons = _Horizons(evaluator, system, framework, ended)
-    outcome = RunOutcome(True, 0, [], [], list(listing.ignored))
-    keys = [item[2].key for item in order]
-    for done, (key, data) in enumerate(_prefetch(store, keys, read_workers, listing.sizes)):
-        item = order[done][2]
-        _read_into(evaluator, item, key, data)
-        del data
-        if isinstance(item, SystemFile):
-            horizons.sys_pos += 1
-            outcome.system_consumed.append((item.timestamp_us, item.key))
-        else:
-            horizons.fw_pos += 1
-            outcome.framework_consumed.append((item.timestamp_us, item.key))
-        sys_through, fw_through = horizons()
-        outcome.windows += evaluator.process(system_through_us=sys_through, framework_through_us=fw_through,
-                                             ended=False, deadline=deadline)
-        if progress:
-            progress(done + 1, len(order), evaluator.stats)
-        if deadline is not None and time.monotonic() > deadline and done + 1 < len(order):
-            outcome.complete = False
-            break
-    sys_through, fw_through = horizons()
-    outcome.windows += evaluator.process(system_through_us=sys_through, framework_through_us=fw_through,
-                                         ended=ended and outcome.complete, deadline=deadline)
-    outcome.complete = outcome.complete and not evaluator.out_of_time
-    return outcome
-
-
-def evaluate_store(store: Store, configs: Iterable[RuleConfig], *, progress: ProgressCallback | None = None,
-                   read_workers: int = 4) -> Evaluator:
-    """Evaluate a finished (or still running) job's profiler output in one pass, as the CLI does.
-
-    Raises ``EvaluationInputError`` when there is nothing to evaluate: no profiler output, or system metrics files
-    none of which holds a usable record.
-    """
-    evaluator = Evaluator(list(configs))
-    listing = list_new_files(store, Cursor(), Cursor())
-    unreadable = "".join(f"; {p}" for p in listing.problems[:3])
-    if not listing.system:
-        if listing.framework:
-            raise EvaluationInputError(
-                f"{store.describe()}: framework traces but no system metrics (system/incremental/...); the rules "
-                f"measure time from the first system metrics file, so there is nothing to evaluate{unreadable}"
-            )
-        raise EvaluationInputError(
-            f"{store.describe()}: no profiler output found (expected system/incremental/<hour>/<epoch>.algo-<n>.json "
-            "files). Pass the profiler-output/ folder of a training job, or check that the profiler was enabled"
-            f"{unreadable}."
-        )
-    feed(evaluator, store, listing, final=True, progress=progress, read_workers=read_workers)
-    stats = evaluator.stats
-    if stats.files == 0 and stats.bad_files:  # every read failed: verdicts on no data would pass for a clean run
-        raise EvaluationInputError(
-            f"{store.describe()}: none of the {stats.bad_files} profiler files could be read; the first failure: "
-            f"{stats.problems[0] if stats.problems else 'unknown'}"
-        )
-    gap = evaluator.input_gap()
-    if gap and gap[0] == STATUS_ERROR:
-        raise EvaluationInputError(f"{store.describe()}: {gap[1].removeprefix('EvaluationInputError: ')}")
-    return evaluator

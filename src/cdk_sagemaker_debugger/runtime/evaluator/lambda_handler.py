@@ -20,20 +20,13 @@ from typing import Any
 
 from . import cloudwatch
 from .contract_shared import DEFAULT_NAMESPACE, JOB_FAMILY_ENV, EvaluatorEnvironment, JobFamily, job_tags
-from .engine import (
-    PROFILER_REPORT,
-    Cursor,
-    Evaluator,
-    RuleConfig,
-    RuleResult,
-    feed,
-    list_new_files,
-)
+from .engine import PROFILER_REPORT, Evaluator, RuleConfig, RuleResult
 from .html_report import render
 from .metric_rules import MetricEvaluation, is_metric_rule
 from .metric_rules import render_html as render_metric_html
 from .metric_rules import source_label as metric_source_label
 from .publish import continuation_event, emf_lines, emit_emf, put_events, status_change_event
+from .reading import Cursor, feed, list_new_files
 from .report import HTML_NAME, SUMMARY_NAME, report_files, summary
 from .rules import MaxInitializationTime, epoch_seconds
 from .state import STATE_FILE, ConcurrentUpdateError, DamagedStateError, S3StateStore
@@ -362,6 +355,16 @@ class JobContext:
     deadline: float
 
 
+def job_not_found(exc: BaseException) -> bool:
+    """DescribeTrainingJob's answer for a job that does not exist: ValidationException "Requested resource not
+    found" (or ResourceNotFound)."""
+    error = getattr(exc, "response", None)
+    error = error.get("Error", {}) if isinstance(error, dict) else {}
+    code, message = str(error.get("Code", "")), str(error.get("Message", "")).lower()
+    return code in ("ResourceNotFound", "ResourceNotFoundException") or (
+        code == "ValidationException" and ("not found" in message or "could not find" in message))
+
+
 def family_refusal(job: str, description: dict[str, Any], settings: Settings, clients: Clients) -> str | None:
     """Why the described job is not one of the family's (None when it is); reads its tags where tags decide."""
     family = settings.family
@@ -372,7 +375,15 @@ def family_refusal(job: str, description: dict[str, Any], settings: Settings, cl
 def evaluate_job(job: str, settings: Settings, clients: Clients, deadline: float, now: float | None = None
                  ) -> dict[str, Any]:
     now = time.time() if now is None else now
-    description = clients.sagemaker.describe_training_job(TrainingJobName=job)
+    try:
+        description = clients.sagemaker.describe_training_job(TrainingJobName=job)
+    except Exception as exc:
+        if not job_not_found(exc):
+            raise
+        # an event can name a job that does not exist (deleted, another account's, or made up by whoever can put
+        # events on the bus): nothing to evaluate, and no reason to fail the invocation into the dead-letter queue
+        LOG.warning("%s: not evaluated: no such training job (%s)", job, exc)
+        return {"job": job, "result": "no such job"}
     refusal = family_refusal(job, description, settings, clients)
     if refusal is not None:
         LOG.warning("%s: not evaluated: %s", job, refusal)
@@ -455,15 +466,31 @@ def advance(run: JobRun, ctx: JobContext, settings: Settings, clients: Clients) 
     run.snapshot = run.evaluator.to_state()
 
 
+def status_time(run: JobRun, description: dict[str, Any]) -> float:
+    """The time the statuses rest on, deterministic so that a retried run repeats the same event: the end of the data
+    evaluated; for a job without any (stopped before writing profiler data), the job's own end or last change, never
+    the epoch (a status dated 1970-01-01)."""
+    evaluator = run.evaluator
+    times = []
+    if evaluator.origin_us is not None:
+        times.append(evaluator.origin_us / 1e6 + evaluator.windows_evaluated * evaluator.scan_us / 1e6)
+    if run.metrics is not None and run.metrics.data_time():
+        times.append(run.metrics.data_time())
+    if times:
+        return max(times)
+    for name in ("TrainingEndTime", "LastModifiedTime", "TrainingStartTime", "CreationTime"):
+        at = epoch_seconds(description.get(name))
+        if at:
+            return at
+    return time.time()
+
+
 def commit_and_deliver(run: JobRun, stored: StoredState, description: dict[str, Any], settings: Settings,
                        clients: Clients, bucket: str) -> dict[str, Any]:
     """Commit the state with the events and reports it owes (an outbox), then deliver them and clear the outbox."""
-    job, evaluator, state, etag = run.job, run.evaluator, run.state, stored.etag
+    job, state, etag = run.job, run.state, stored.etag
     results = run.results
-    # Deterministic time of the data the statuses rest on, so a retried run repeats the same event.
-    data_time = (evaluator.origin_us or 0) / 1e6 + evaluator.windows_evaluated * evaluator.scan_us / 1e6
-    if run.metrics is not None:
-        data_time = max(data_time, run.metrics.data_time())
+    data_time = status_time(run, description)
     published: dict[str, str] = state.setdefault("published", {})
     changed = []
     for result in results:

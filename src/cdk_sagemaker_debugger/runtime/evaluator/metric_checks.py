@@ -125,8 +125,23 @@ def stalled(series: Series, *, metric: str, threshold: float, training_since: fl
     between two datapoints, or from the last datapoint to ``reference`` (the end of the data read, or the job's end).
 
     CloudWatch returns no datapoint at all for a period in which the job logged nothing, so a stalled metric is a gap
-    in the timestamps, not a zero."""
+    in the timestamps, not a zero.
+
+    A metric that never got a datapoint is NotApplicable, not stalled: a MetricDefinitions regex that never matches the
+    logs looks exactly like it, and firing then (with StopTraining) would stop a healthy job. The reason names both
+    causes; the gap counts only from the first datapoint on."""
     outcome = Outcome(len(series))
+    if not series:
+        outcome.details = {"metric": metric, "last_datapoint": None, "longest_gap_seconds": 0.0, "gaps": []}
+        if training_since is None:
+            outcome.not_applicable = "the job has not started training yet"
+        else:
+            waited = f" in the {reference - training_since:.0f} s since training started" if reference else ""
+            outcome.not_applicable = (
+                f"{metric} has no datapoint{waited}: its MetricDefinitions regex may never match the job's log lines "
+                "(check it against the log), or the script hangs before it logs the metric the first time; a metric "
+                "never seen is not judged stalled")
+        return outcome
     # (time, step): the datapoints, after the start of training and before the end of the data read
     marks = [(stamp, step) for step, (stamp, _) in enumerate(series)]
     if training_since is not None:
@@ -140,8 +155,6 @@ def stalled(series: Series, *, metric: str, threshold: float, training_since: fl
             outcome.add(step, {"from": iso(start), "to": iso(end), "seconds": end - start})
     outcome.details = {"metric": metric, "last_datapoint": iso(series[-1][0]) if series else None,
                        "longest_gap_seconds": longest, "gaps": outcome.violations[:MAX_LISTED]}
-    if training_since is None and not series:
-        outcome.not_applicable = "the job has not started training yet"
     if outcome.violations:
         first = outcome.violations[0]
         outcome.explanation = (f"no {metric} datapoint from {first['from']} to {first['to']} ({first['seconds']:.0f} s, "

@@ -451,7 +451,13 @@ class LoadBalancing(ProfilerRule):
 
 @stateful
 class FrameworkBreakdown:
-    """Time per framework phase and operator, as the managed rules' ``aggregate_framework_metrics`` reports it."""
+    """Time per framework phase and operator, as the managed rules' ``aggregate_framework_metrics`` reports it.
+
+    OverallFrameworkMetrics adds an ``others`` phase: the time between steps. It is measured per process (rank), each
+    on its own step log (its first step's start to its last step's end, minus its steps), and summed over the ranks;
+    the managed rule takes one span over all processes and subtracts every process's steps from it, so with two or
+    more ranks the steps outweigh the span and TRAIN shows 100 %. The CPU/IO bottleneck and StepOutlier breakdowns
+    have no ``others`` (the managed helper has none)."""
 
     STATE_TAG = "breakdown"
 
@@ -463,14 +469,13 @@ class FrameworkBreakdown:
         self.backward = 0.0
         self.general: dict[str, float] = {}
         self.horovod: dict[str, float] = {}
-        self.first_step_start: int | None = None
-        self.last_end: int | None = None
+        #: Per process (the trace's node id, ``algo-1-51``): [first step start, last step end, time in steps], us.
+        self.ranks: dict[str, list[float]] = {}
 
     def add(self, ev: TraceEvent) -> None:
         dur = ev.end_us - ev.start_us
         phase = ev.phase
         lowered = phase.lower()
-        self.last_end = ev.end_us if self.last_end is None else max(self.last_end, ev.end_us)
         if "cpu" in lowered:
             ops = self.cpu.setdefault(phase, {})
             ops[ev.name] = ops.get(ev.name, 0) + dur
@@ -479,8 +484,11 @@ class FrameworkBreakdown:
             ops[ev.name] = ops.get(ev.name, 0) + dur
         elif "Step" in phase:
             self.step_phases[phase] = self.step_phases.get(phase, 0) + dur
-            if self.first_step_start is None or ev.start_us < self.first_step_start:
-                self.first_step_start = ev.start_us
+            rank = self.ranks.get(ev.node)
+            if rank is None:
+                self.ranks[ev.node] = [ev.start_us, ev.end_us, dur]
+            else:
+                rank[0], rank[1], rank[2] = min(rank[0], ev.start_us), max(rank[1], ev.end_us), rank[2] + dur
         elif phase == "Forward-SubModuleInternal":
             self.forward += dur
         elif phase == "Backward-SubModuleInternal":
@@ -513,10 +521,9 @@ class FrameworkBreakdown:
         cpu_phase_totals = {p: sum(ops.values()) for p, ops in self.cpu.items()}
         ratio = self._percent({**gpu_phase_totals, **cpu_phase_totals})
         phases = dict(self.step_phases)
-        if phases and self.first_step_start is not None and self.last_end is not None:
-            gpu_count = max(len(self.gpu), 1)
-            span = self.last_end - self.first_step_start
-            phases["others"] = max(0.0, span - sum(self.step_phases.values()) / gpu_count)
+        if framework_rule and phases:
+            # between steps, per rank on its own step log (a rank whose steps overlap has none)
+            phases["others"] = sum(max(0.0, end - start - in_steps) for start, end, in_steps in self.ranks.values())
         phase = self._percent(phases)
         cpu_names = self._by_name(self.cpu)
         gpu_names = self._by_name(self.gpu)

@@ -1,0 +1,121 @@
+"""cdk-nag acknowledgements: on the one CloudFormation resource a finding is about, each with its own reason."""
+
+from __future__ import annotations
+
+import aws_cdk as cdk
+from constructs import IConstruct
+
+from ...model.parameters import is_token
+
+__all__ = ["Findings", "acknowledge", "acknowledge_wildcards", "finding_target"]
+
+
+def finding_target(scope: IConstruct) -> cdk.CfnResource:
+    """The CloudFormation resource a finding about ``scope`` is reported on: ``scope`` itself or its default child.
+
+    Acknowledgements go there and nowhere else: cdk-nag matches an acknowledgement to every finding of the resources
+    *below* the construct it sits on, so one on a role or a whole job would also hide what a user adds later (a
+    ``Resource::*`` statement in the role's DefaultPolicy, say)."""
+    if cdk.CfnResource.is_cfn_resource(scope):
+        return scope  # type: ignore[return-value]
+    child = scope.node.default_child
+    if child is None or not cdk.CfnResource.is_cfn_resource(child):
+        raise TypeError(f"{scope.node.path} is not backed by one CloudFormation resource; acknowledge on that resource")
+    return child  # type: ignore[return-value]
+
+
+def acknowledge(scope: IConstruct, findings: dict[str, str], *, resource: cdk.CfnResource | None = None) -> None:
+    """Acknowledge cdk-nag / validation findings on the one resource behind ``scope`` (``resource`` when the caller
+    holds it already), each with its specific reason: one call for all of them."""
+    if findings:
+        cdk.Validations.of(resource if resource is not None else finding_target(scope)).acknowledge(
+            *(cdk.Acknowledgment(id=finding_id, reason=reason) for finding_id, reason in findings.items())
+        )
+
+
+def _flatten(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict) and len(value) == 1:
+        ((key, arg),) = value.items()
+        if key == "Ref":
+            return f"<{arg}>"
+        if key == "Fn::GetAtt":
+            return f"<{arg[0]}.{arg[1]}>"
+        if key == "Fn::Join":
+            separator, parts = arg
+            return separator.join(_flatten(part) for part in parts)
+    return str(value)
+
+
+def acknowledge_wildcards(scope: IConstruct, findings: dict[str, str], *, stack: cdk.Stack | None = None,
+                          resource: cdk.CfnResource | None = None) -> None:
+    """Acknowledge each AwsSolutions-IAM5 finding of one resource on its own, with its own reason.
+
+    ``scope`` is the policy-bearing resource (an ``iam.Policy``, a role whose inline policy holds the statements, or
+    their CloudFormation resource): the acknowledgement covers that resource only. Keys are
+    ``"Action::<action pattern>"`` or ``"Resource::<resource>"`` (cdk-nag's ``appliesTo``, the exact strings); a
+    resource may hold CDK tokens (it is spelled the way cdk-nag spells it). Keys that already are finding ids
+    (``"AwsSolutions::..."``) pass through unchanged.
+    """
+    parts = [key.partition("::") for key in findings]
+    # One resolve for all tokenized resources instead of one jsii round trip each.
+    tokenized = [target for kind, _, target in parts if kind == "Resource" and is_token(target)]
+    spelled: dict[str, str] = {}
+    if tokenized:
+        resolved = (stack or cdk.Stack.of(scope)).resolve(tokenized)
+        spelled = dict(zip(tokenized, (_flatten(v) for v in resolved), strict=True))
+    ids = {}
+    for (kind, _, target), (key, reason) in zip(parts, findings.items(), strict=True):
+        if kind in ("Action", "Resource"):
+            ids[f"AwsSolutions::AwsSolutions-IAM5[{kind}::{spelled.get(target, target)}]"] = reason
+        else:
+            ids[key] = reason
+    acknowledge(scope, ids, resource=resource)
+
+
+class Findings:
+    """cdk-nag findings of the resources below one construct, collected while it is built and acknowledged in one
+    batch per resource at the end (each acknowledgement is a round trip to jsii). After :meth:`flush`, findings are
+    acknowledged as they come (for grants made later, such as rules added after the construct)."""
+
+    def __init__(self, scope: IConstruct, stack: cdk.Stack) -> None:
+        self._scope = scope
+        self._stack = stack
+        self._pending: dict[str, dict[str, str]] | None = {}
+        self._resources: dict[str, cdk.CfnResource] = {}
+
+    def register(self, target: str, resource: cdk.CfnResource) -> None:
+        """The CloudFormation resource at path ``target`` (the caller built it, so it need not be looked up)."""
+        self._resources[target] = resource
+
+    def add(self, target: str, findings: dict[str, str]) -> None:
+        """Record ``findings`` (``Resource::...``, ``Action::...`` or finding ids, to reasons) of the resource at path
+        ``target`` below the scope; a second reason for the same finding is appended to the first."""
+        if self._pending is None:
+            self._acknowledge(target, findings)
+            return
+        known = self._pending.setdefault(target, {})
+        for finding, reason in findings.items():
+            previous = known.get(finding)
+            known[finding] = reason if previous is None or reason in previous else f"{previous} {reason}"
+
+    def flush(self) -> None:
+        """Acknowledge what was collected: one call per resource."""
+        pending, self._pending = self._pending, None
+        for target, grouped in (pending or {}).items():
+            self._acknowledge(target, grouped)
+
+    def _acknowledge(self, target: str, findings: dict[str, str]) -> None:
+        resource = self._resources.get(target)
+        scope = resource if resource is not None else self._resource_at(target)
+        acknowledge_wildcards(scope, findings, stack=self._stack, resource=resource)
+
+    def _resource_at(self, path: str) -> IConstruct:
+        node: IConstruct = self._scope
+        for part in path.split("/"):
+            child = node.node.try_find_child(part)
+            if child is None:
+                raise LookupError(f"{self._scope.node.path}: no {path!r} to acknowledge cdk-nag findings on")
+            node = child
+        return node

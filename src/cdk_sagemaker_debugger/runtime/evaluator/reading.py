@@ -1,0 +1,318 @@
+"""Reading a store of profiler files: listing new keys with a cursor, prefetching reads within a byte budget, and
+feeding the window loop (engine.py) in time order; :func:`evaluate_store` evaluates a whole store at once."""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from .engine import (
+    FRAMEWORK_LOOKAHEAD_US,
+    STATUS_ERROR,
+    Evaluator,
+    RuleConfig,
+    iso_us,
+)
+from .readers import (
+    END_MARKERS,
+    FrameworkFile,
+    ParseStats,
+    SystemFile,
+    iter_system_records,
+    parse_framework_key,
+    parse_system_key,
+    parse_trace,
+)
+from .storage import EvaluationInputError, Store
+
+
+@dataclass
+class Cursor:
+    """Which keys under one prefix were consumed: everything up to ``start_after`` plus the ``seen`` keys after it.
+
+    Listing restarts a few minutes behind the newest key, so files that arrive late for another node are still found.
+    """
+
+    start_after: str | None = None
+    seen: set[str] = field(default_factory=set)
+
+    def to_state(self) -> dict[str, Any]:
+        return {"start_after": self.start_after, "seen": sorted(self.seen)}
+
+    @classmethod
+    def from_state(cls, state: dict[str, Any] | None) -> Cursor:
+        if not state:
+            return cls()
+        start_after, seen = state.get("start_after"), state.get("seen", [])
+        if not (start_after is None or isinstance(start_after, str)) or not all(isinstance(k, str) for k in seen):
+            raise TypeError(f"a cursor holds keys (strings), not {start_after!r} and {seen!r:.80}")
+        return cls(start_after, set(seen))
+
+    def advance(self, consumed: list[tuple[int, str]], trailing_us: int = 300_000_000) -> None:
+        """``consumed``: (timestamp, key) pairs read in this run, in order."""
+        self.seen.update(key for _, key in consumed)
+        if not consumed:
+            return
+        newest = max(ts for ts, _ in consumed)
+        keep_from = newest - trailing_us
+        behind = sorted(key for ts, key in consumed if ts <= keep_from)
+        if behind:
+            candidate = behind[-1]
+            if self.start_after is None or candidate > self.start_after:
+                self.start_after = candidate
+        if self.start_after is not None:
+            self.seen = {k for k in self.seen if k > self.start_after}
+
+
+@dataclass
+class Listing:
+    system: list[SystemFile]
+    framework: list[FrameworkFile]
+    ended: bool
+    sizes: dict[str, int] = field(default_factory=dict)
+    ignored: list[str] = field(default_factory=list)  # keys named with a time in the future: never read
+    problems: list[str] = field(default_factory=list)  # what the store could not list (unreadable folders)
+
+
+FUTURE_TOLERANCE_US = 86_400_000_000  # a file named more than a day after now is a stray, not profiler output
+# A minute of a 192-vCPU node sampled every 100 ms is about 30 MB and framework files rotate at 10 MB; a file many
+# times larger would only exhaust the memory of the Lambda.
+MAX_FILE_BYTES = 256 << 20
+# A framework file named more than this before the first system file does not move T0 (a stray, not the job's start).
+MAX_ORIGIN_LEAD_US = 86_400_000_000
+
+
+def list_new_files(store: Store, system_cursor: Cursor, framework_cursor: Cursor, *,
+                   now_us: float | None = None) -> Listing:
+    """The files not consumed yet, in time order. Files named with a time more than a day in the future are listed
+    as ``ignored``: read, one would hold the job's clock (its last window) in the future forever."""
+    limit = (time.time() * 1e6 if now_us is None else now_us) + FUTURE_TOLERANCE_US
+    listing = Listing([], [], False)
+    for obj in store.list("system/", system_cursor.start_after):
+        parsed = parse_system_key(obj.key)
+        if parsed and obj.key not in system_cursor.seen:
+            _admit(listing, listing.system, parsed, obj.size, limit)
+    for obj in store.list("framework/pevents/", framework_cursor.start_after):
+        parsed_fw = parse_framework_key(obj.key)
+        if parsed_fw and obj.key not in framework_cursor.seen:
+            _admit(listing, listing.framework, parsed_fw, obj.size, limit)
+    listing.system.sort()
+    listing.framework.sort()
+    listing.ended = any(store.exists(marker) for marker in END_MARKERS)
+    listing.problems += store_problems(store)
+    return listing
+
+
+def _admit(listing: Listing, files: list[Any], parsed: SystemFile | FrameworkFile, size: int, limit: float) -> None:
+    problem = None
+    if parsed.timestamp_us > limit:
+        problem = f"named with a time in the future ({iso_us(parsed.timestamp_us)})"
+    elif size > MAX_FILE_BYTES:
+        problem = f"{size / 1e6:,.0f} MB, more than any profiler file ({MAX_FILE_BYTES >> 20} MB at most)"
+    if problem:
+        listing.ignored.append(parsed.key)
+        listing.problems.append(f"{parsed.key}: {problem}; not read")
+        return
+    files.append(parsed)
+    listing.sizes[parsed.key] = size
+
+
+def store_problems(store: Store) -> list[str]:
+    """What the store could not list since it was last asked (a folder it cannot read), emptied on reading."""
+    problems = getattr(store, "problems", None)
+    if not problems:
+        return []
+    taken = list(problems)
+    problems.clear()
+    return taken
+
+
+PREFETCH_BUDGET_BYTES = 48 << 20  # bytes read ahead at most (a 96-core, 100 ms minute file is about 15 MB)
+
+
+def _prefetch(store: Store, keys: list[str], workers: int, sizes: dict[str, int] | None = None,
+              budget: int = PREFETCH_BUDGET_BYTES) -> Iterator[tuple[str, bytes | Exception]]:
+    """Read keys in order with a few reads in flight (S3 latency dominates small files), never more than ``budget``
+    bytes ahead of the file being evaluated."""
+    if workers <= 1:
+        for key in keys:
+            try:
+                yield key, store.read(key)
+            except Exception as exc:  # reported per file, never fatal
+                yield key, exc
+        return
+    sizes = sizes or {}
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        inflight: deque[tuple[str, Future[bytes]]] = deque()
+        pending = deque(keys)
+        ahead = 0
+        while pending or inflight:
+            while pending and (not inflight or (len(inflight) < workers * 2
+                                                and ahead + sizes.get(pending[0], 0) <= budget)):
+                key = pending.popleft()
+                ahead += sizes.get(key, 0)
+                inflight.append((key, pool.submit(store.read, key)))
+            key, fut = inflight.popleft()
+            ahead -= sizes.get(key, 0)
+            try:
+                data: bytes | Exception = fut.result()
+            except Exception as exc:
+                data = exc
+            yield key, data
+            del data
+
+
+@dataclass
+class RunOutcome:
+    complete: bool  # every listed file was consumed and every complete window evaluated
+    windows: int
+    system_consumed: list[tuple[int, str]]
+    framework_consumed: list[tuple[int, str]]
+    ignored: list[str] = field(default_factory=list)
+
+
+#: ``progress(files done, files listed, counters so far)``: the counters give bytes and records read for a progress bar.
+ProgressCallback = Callable[[int, int, ParseStats], None]
+
+
+class _Horizons:
+    """How far each stream has been read: windows may close up to there."""
+
+    def __init__(self, evaluator: Evaluator, system: list[SystemFile], framework: list[FrameworkFile], ended: bool):
+        self.evaluator = evaluator
+        self.system = [f.timestamp_us for f in system]
+        self.framework = [f.timestamp_us for f in framework]
+        self.sys_pos = self.fw_pos = 0
+        self.ended = ended
+        self.no_framework_ever = evaluator.newest_framework_us is None
+
+    def __call__(self) -> tuple[float, float]:
+        evaluator = self.evaluator
+        if self.sys_pos < len(self.system):
+            sys_through: float = self.system[self.sys_pos] - 1
+        else:
+            sys_through = math.inf if self.ended else (evaluator.newest_system_us or 0)
+        if self.fw_pos < len(self.framework):
+            fw_through: float = self.framework[self.fw_pos] - 1
+        elif self.ended or self.no_framework_ever:
+            fw_through = math.inf
+        else:
+            fw_through = evaluator.newest_framework_us or 0
+        return sys_through, fw_through
+
+
+def _read_into(evaluator: Evaluator, item: SystemFile | FrameworkFile, key: str, data: bytes | Exception) -> None:
+    stats = evaluator.stats
+    if isinstance(data, Exception):
+        stats.bad_files += 1
+        stats.note(f"{key}: could not be read ({type(data).__name__}: {data})")
+        if isinstance(item, SystemFile):
+            evaluator.facts.system_files += 1
+    elif isinstance(item, SystemFile):
+        evaluator.facts.system_files += 1
+        for chunk in iter_system_records(data, key, stats):
+            evaluator.add_system_records(item, chunk)
+        evaluator.flush_problems()
+    else:
+        evaluator.add_framework_events(item, parse_trace(data, item, stats))
+
+
+def _framework_origin(evaluator: Evaluator, first: SystemFile, framework: list[FrameworkFile]) -> int | None:
+    """The first framework file's time, which moves T0 when it is earlier than the first system file, unless it is
+    named implausibly long before it (then it is reported and T0 stays the first system file)."""
+    if not framework:
+        return None
+    if framework[0].timestamp_us < first.timestamp_us - MAX_ORIGIN_LEAD_US:
+        evaluator.stats.note(f"{framework[0].key}: named {iso_us(framework[0].timestamp_us)}, more than a day before "
+                             f"the first system metrics file ({first.key}); not used as the job's start (T0)")
+        return None
+    return framework[0].timestamp_us
+
+
+def feed(evaluator: Evaluator, store: Store, listing: Listing, *, final: bool, deadline: float | None = None,
+         progress: ProgressCallback | None = None, read_workers: int = 4) -> RunOutcome:
+    """Read the listed files in time order into ``evaluator`` and evaluate every window that becomes complete.
+
+    ``final`` says no more files will ever come (a post-hoc run, or training has ended). ``deadline``
+    (``time.monotonic()``) stops reading and evaluating; the outcome is then not complete.
+    """
+    for problem in listing.problems:
+        evaluator.stats.bad_files += 1
+        evaluator.stats.note(problem)
+    system, framework = listing.system, listing.framework
+    evaluator.note_listing(system[-1].timestamp_us if system else None,
+                           framework[-1].timestamp_us if framework else None)
+    ended = final or listing.ended
+    if evaluator.origin_us is None:
+        if not system:
+            return RunOutcome(True, 0, [], [], list(listing.ignored))
+        evaluator.set_origin(system[0].timestamp_us, _framework_origin(evaluator, system[0], framework))
+    # Interleave: framework files are read up to four minutes ahead of the system clock.
+    order: list[tuple[int, int, Any]] = [(f.timestamp_us, 1, f) for f in system]
+    order += [(f.timestamp_us - FRAMEWORK_LOOKAHEAD_US - 60_000_000, 0, f) for f in framework]
+    order.sort(key=lambda item: (item[0], item[1], item[2].key))
+    horizons = _Horizons(evaluator, system, framework, ended)
+    outcome = RunOutcome(True, 0, [], [], list(listing.ignored))
+    keys = [item[2].key for item in order]
+    for done, (key, data) in enumerate(_prefetch(store, keys, read_workers, listing.sizes)):
+        item = order[done][2]
+        _read_into(evaluator, item, key, data)
+        del data
+        if isinstance(item, SystemFile):
+            horizons.sys_pos += 1
+            outcome.system_consumed.append((item.timestamp_us, item.key))
+        else:
+            horizons.fw_pos += 1
+            outcome.framework_consumed.append((item.timestamp_us, item.key))
+        sys_through, fw_through = horizons()
+        outcome.windows += evaluator.process(system_through_us=sys_through, framework_through_us=fw_through,
+                                             ended=False, deadline=deadline)
+        if progress:
+            progress(done + 1, len(order), evaluator.stats)
+        if deadline is not None and time.monotonic() > deadline and done + 1 < len(order):
+            outcome.complete = False
+            break
+    sys_through, fw_through = horizons()
+    outcome.windows += evaluator.process(system_through_us=sys_through, framework_through_us=fw_through,
+                                         ended=ended and outcome.complete, deadline=deadline)
+    outcome.complete = outcome.complete and not evaluator.out_of_time
+    return outcome
+
+
+def evaluate_store(store: Store, configs: Iterable[RuleConfig], *, progress: ProgressCallback | None = None,
+                   read_workers: int = 4) -> Evaluator:
+    """Evaluate a finished (or still running) job's profiler output in one pass, as the CLI does.
+
+    Raises ``EvaluationInputError`` when there is nothing to evaluate: no profiler output, or system metrics files
+    none of which holds a usable record.
+    """
+    evaluator = Evaluator(list(configs))
+    listing = list_new_files(store, Cursor(), Cursor())
+    unreadable = "".join(f"; {p}" for p in listing.problems[:3])
+    if not listing.system:
+        if listing.framework:
+            raise EvaluationInputError(
+                f"{store.describe()}: framework traces but no system metrics (system/incremental/...); the rules "
+                f"measure time from the first system metrics file, so there is nothing to evaluate{unreadable}"
+            )
+        raise EvaluationInputError(
+            f"{store.describe()}: no profiler output found (expected system/incremental/<hour>/<epoch>.algo-<n>.json "
+            "files). Pass the profiler-output/ folder of a training job, or check that the profiler was enabled"
+            f"{unreadable}."
+        )
+    feed(evaluator, store, listing, final=True, progress=progress, read_workers=read_workers)
+    stats = evaluator.stats
+    if stats.files == 0 and stats.bad_files:  # every read failed: verdicts on no data would pass for a clean run
+        raise EvaluationInputError(
+            f"{store.describe()}: none of the {stats.bad_files} profiler files could be read; the first failure: "
+            f"{stats.problems[0] if stats.problems else 'unknown'}"
+        )
+    gap = evaluator.input_gap()
+    if gap and gap[0] == STATUS_ERROR:
+        raise EvaluationInputError(f"{store.describe()}: {gap[1].removeprefix('EvaluationInputError: ')}")
+    return evaluator
