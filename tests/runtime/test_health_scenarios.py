@@ -120,9 +120,8 @@ def test_a_healthy_run_has_no_issues(bundle: Path, tmp_path: Path, lead_s: float
 
 
 def test_a_rank_hung_in_a_collective_fails_fast_and_is_named(bundle: Path, tmp_path: Path, lead_s: float):
-    started = time.monotonic()
     code, err, local = run_job(bundle, tmp_path, "hang", lead_s, **contract.hang_environment("exit", 0.1))
-    assert code != 0 and time.monotonic() - started < 55
+    assert code != 0  # the sampler ended the hung job (run_job fails the test if it had to kill it)
     assert "rank 1: hanging" in err
     assert "TrainingHang on algo-1: no training step or phase" in err and "on_hang=exit" in err  # the job's log
     results, _ = evaluate(local, ("TrainingHang", {"minutes": "0.05"}))
