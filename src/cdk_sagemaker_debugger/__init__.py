@@ -50,6 +50,8 @@ _EXPORTS: dict[str, str] = {
     "TrainingPipeline": "cdk_sagemaker_debugger.constructs.pipeline",
     "TrainingDashboard": "cdk_sagemaker_debugger.constructs.dashboard",
     "TrainingJobs": "cdk_sagemaker_debugger.constructs.family",
+    "TrainingCode": "cdk_sagemaker_debugger.constructs.training_code",
+    "Checkpoints": "cdk_sagemaker_debugger.constructs.checkpoints",
 }
 
 _SUBMODULES = {"rules", "images", "debugger_rules", "model", "constructs", "runtime", "cli", "sampler"}
@@ -75,6 +77,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from . import debugger_rules, images, rules  # noqa: F401
+    from .constructs.checkpoints import Checkpoints  # noqa: F401
     from .constructs.dashboard import TrainingDashboard  # noqa: F401
     from .constructs.family import TrainingJobs  # noqa: F401
     from .constructs.pipeline import TrainingPipeline  # noqa: F401
@@ -82,6 +85,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .constructs.rule_evaluator import MetricsSource, RuleEvaluator  # noqa: F401
     from .constructs.rule_set import ProfilerRuleSet  # noqa: F401
     from .constructs.sampler import HangAction, Sampler  # noqa: F401
+    from .constructs.training_code import TrainingCode  # noqa: F401
     from .constructs.training_job import InputChannel, ProfiledTrainingJob  # noqa: F401
     from .model.actions import SMS, ActionList, Email, StopTraining  # noqa: F401
     from .model.debug_hook import CollectionConfig, DebugHookConfig, TensorBoardOutputConfig  # noqa: F401

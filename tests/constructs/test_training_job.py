@@ -226,6 +226,7 @@ class TestRequestOptions:
             checkpoint_s3_uri="s3://ckpt-bucket/resnet",
             checkpoint_local_path="/opt/ml/checkpoints",
             vpc=vpc,
+            instance_type="ml.p3.16xlarge",  # EBS volumes only: SageMaker refuses VolumeKmsKeyId on instance storage
             volume_kms_key=key,
             output_kms_key=key,
             enable_network_isolation=True,

@@ -186,7 +186,7 @@ class TestDistributionSetting:
             ({"smdistributed": {"modelparallel": {"enabled": True, "parameters": {"partitions": 2}}}}, Distribution.smdistributed_model_parallel(parameters={"partitions": 2})),
             ({"parameter_server": {"enabled": True}}, Distribution.parameter_server()),
             ({"torch_distributed": {"enabled": True}}, Distribution.torch_distributed()),
-            ({"pytorchddp": {"enabled": True}}, Distribution.torch_distributed()),
+            ({"pytorchddp": {"enabled": True}}, Distribution.pytorch_ddp()),
             ({"mpi": {"enabled": False}}, None),
             ({}, None),
         ],

@@ -30,7 +30,7 @@ from ._cdk.checks import check_kind, check_log_retention, check_reserved_concurr
 from ._cdk.lambda_function import runtime_function
 from ._cdk.layout import EVALUATOR_REPORT_FOLDER, EVALUATOR_STATE_FILE
 from ._cdk.lazy import LazyPath, lazy_string
-from ._cdk.nag import acknowledge_wildcards
+from ._cdk.nag import KMS_KEY_FINDINGS, acknowledge_wildcards
 from .event_bus import allow_verdict_publisher, verdict_bus
 from .family import JobOrigin, TrainingJobs, check_training_jobs
 from .rule_set import ProfilerRuleSet
@@ -318,6 +318,7 @@ class RuleEvaluator(Construct):
         for bucket in {id(b): b for b in (jobs.output_bucket, jobs.profiler_bucket)}.values():
             if bucket.encryption_key is not None:
                 bucket.encryption_key.grant_encrypt_decrypt(self.role)
+                acknowledge_wildcards(self.role.node.find_child("DefaultPolicy"), KMS_KEY_FINDINGS)
         self.log_group.grant_write(self.role)
         acknowledge_wildcards(self.policy, {
             "Resource::*": "ListTrainingJobs, GetMetricData and DescribeInstanceTypes do not support resource-level "

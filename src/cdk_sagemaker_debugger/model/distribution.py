@@ -35,6 +35,7 @@ _DATA_PARALLEL = "smdistributed_dataparallel"
 _MODEL_PARALLEL = "smdistributed_modelparallel"
 _PARAMETER_SERVER = "parameter_server"
 _TORCH_DISTRIBUTED = "torch_distributed"
+_PYTORCH_DDP = "pytorch_ddp"
 
 _LABELS = {
     _MPI: "MPI/Horovod",
@@ -42,6 +43,7 @@ _LABELS = {
     _MODEL_PARALLEL: "SageMaker distributed model parallel",
     _PARAMETER_SERVER: "parameter server",
     _TORCH_DISTRIBUTED: "torch_distributed",
+    _PYTORCH_DDP: "PyTorch DDP on SMDDP (pytorchddp)",
 }
 
 
@@ -52,8 +54,13 @@ def is_trainium(instance_type: str | None) -> bool:
 
 @dataclass(frozen=True)
 class Distribution:
-    """How the training script is distributed. Build it with the class methods, or from the SDK's dict with
-    :meth:`from_sdk`. It only drives validation here; the training container reads its own settings."""
+    """How the training script is launched on each host. Build it with the class methods, or from the SDK's dict
+    with :meth:`from_sdk`.
+
+    With ``code=TrainingCode...`` on a framework image, :meth:`hyperparameters` (the launcher's hyperparameters, as
+    the SageMaker Python SDK sets them) go into the request and the toolkit in the container starts the launcher;
+    what the SDK refuses (framework version, instance type, entry point) is refused when the job is created. It also
+    drives Debugger's guard rails."""
 
     kind: str
     processes_per_host: int | None = None
@@ -90,12 +97,28 @@ class Distribution:
     horovod = mpi
 
     @classmethod
-    def smdistributed_data_parallel(cls) -> Distribution:
-        return cls(_DATA_PARALLEL)
+    def smdistributed_data_parallel(cls, *, custom_mpi_options: str | None = None) -> Distribution:
+        """The SageMaker distributed data parallel library (SMDDP), on ml.p3.16xlarge/p3dn/p4d/p4de.
+
+        Args:
+            custom_mpi_options: extra mpirun options. Default: None (``""``, as the SDK sends).
+        """
+        return cls(_DATA_PARALLEL, custom_mpi_options=custom_mpi_options)
 
     @classmethod
-    def smdistributed_model_parallel(cls, *, parameters: Mapping[str, Any] | None = None) -> Distribution:
-        return cls(_MODEL_PARALLEL, parameters=parameters)
+    def smdistributed_model_parallel(cls, *, parameters: Mapping[str, Any] | None = None,
+                                     processes_per_host: int | None = None,
+                                     custom_mpi_options: str | None = None) -> Distribution:
+        """The SageMaker model parallel library, launched with MPI (as its documentation configures it).
+
+        Args:
+            parameters: the library's parameters (``mp_parameters``); ``partitions`` is required when the job
+                ships its code (``code=``). Default: None.
+            processes_per_host: MPI processes per host, usually the GPUs per instance. Default: None.
+            custom_mpi_options: extra mpirun options. Default: None.
+        """
+        return cls(_MODEL_PARALLEL, parameters=parameters, processes_per_host=processes_per_host,
+                   custom_mpi_options=custom_mpi_options)
 
     @classmethod
     def parameter_server(cls) -> Distribution:
@@ -103,7 +126,26 @@ class Distribution:
 
     @classmethod
     def torch_distributed(cls) -> Distribution:
+        """torchrun on every host (``sagemaker_torch_distributed_enabled``), on GPU and Trainium instances."""
         return cls(_TORCH_DISTRIBUTED)
+
+    @classmethod
+    def pytorch_ddp(cls) -> Distribution:
+        """The SDK's ``{"pytorchddp": {"enabled": True}}``, which the SDK turns into SMDDP (same hyperparameters and
+        PyTorch versions as :meth:`smdistributed_data_parallel`)."""
+        return cls(_PYTORCH_DDP)
+
+    def to_sdk(self) -> dict[str, Any]:
+        """The SageMaker Python SDK's ``distribution=`` dict for this launcher."""
+        from .launchers import to_sdk
+
+        return to_sdk(self)
+
+    def hyperparameters(self, instance_type: str) -> dict[str, str]:
+        """The HyperParameters the SDK sets for this launcher on ``instance_type``, JSON-encoded as it sends them."""
+        from .launchers import launcher_hyperparameters
+
+        return launcher_hyperparameters(self, instance_type)
 
     @classmethod
     def from_sdk(cls, distribution: Mapping[str, Any]) -> Distribution | None:
@@ -130,10 +172,12 @@ class Distribution:
                             field=f"smdistributed.{sub}",
                         )
                     if _enabled(sub_section):
-                        found.append(cls(kind, parameters=sub_section.get("parameters")))
+                        found.append(cls(kind, parameters=sub_section.get("parameters"),
+                                         custom_mpi_options=sub_section.get("custom_mpi_options")
+                                         if kind == _DATA_PARALLEL else None))
             elif key in (_MPI, _PARAMETER_SERVER, _TORCH_DISTRIBUTED, "pytorchddp"):
                 if _enabled(section):
-                    kind = _TORCH_DISTRIBUTED if key == "pytorchddp" else key
+                    kind = _PYTORCH_DDP if key == "pytorchddp" else key
                     if kind == _MPI:
                         found.append(
                             cls.mpi(
@@ -150,6 +194,7 @@ class Distribution:
                     where="Distribution",
                     field=str(key),
                 )
+        found = _merge_model_parallel_mpi(found)
         if len(found) > 1:
             raise ConfigurationError(
                 f"enables more than one strategy ({', '.join(d.label for d in found)}); a job uses one.",
@@ -157,6 +202,16 @@ class Distribution:
                 field="distribution",
             )
         return found[0] if found else None
+
+
+def _merge_model_parallel_mpi(found: list[Distribution]) -> list[Distribution]:
+    """The SDK's model parallel dict enables ``mpi`` too: one launcher, with the MPI settings."""
+    kinds = [d.kind for d in found]
+    if sorted(kinds) != sorted([_MODEL_PARALLEL, _MPI]):
+        return found
+    model, mpi = found[kinds.index(_MODEL_PARALLEL)], found[kinds.index(_MPI)]
+    return [Distribution(_MODEL_PARALLEL, parameters=model.parameters, processes_per_host=mpi.processes_per_host,
+                         custom_mpi_options=mpi.custom_mpi_options)]
 
 
 def _enabled(section: Any) -> bool:
@@ -196,6 +251,7 @@ _FRAMEWORKS_BY_KIND = {
     _MODEL_PARALLEL: ("tensorflow", "pytorch"),
     _PARAMETER_SERVER: ("tensorflow", "mxnet"),
     _TORCH_DISTRIBUTED: ("pytorch",),
+    _PYTORCH_DDP: ("pytorch",),
 }
 
 

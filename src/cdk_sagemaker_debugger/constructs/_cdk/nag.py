@@ -7,7 +7,7 @@ from constructs import IConstruct
 
 from ...model.parameters import is_token
 
-__all__ = ["Findings", "acknowledge", "acknowledge_wildcards", "finding_target"]
+__all__ = ["Findings", "KMS_KEY_FINDINGS", "acknowledge", "acknowledge_wildcards", "finding_target"]
 
 
 def finding_target(scope: IConstruct) -> cdk.CfnResource:
@@ -46,6 +46,15 @@ def _flatten(value: object) -> str:
             separator, parts = arg
             return separator.join(_flatten(part) for part in parts)
     return str(value)
+
+
+#: The two wildcard actions ``IKey.grant_encrypt_decrypt`` adds, with why they are acceptable on a key a user passed.
+KMS_KEY_FINDINGS = {
+    "Action::kms:ReEncrypt*": "kms:ReEncrypt* comes with IKey.grant_encrypt_decrypt on a key passed to the library "
+    "(for its volumes, output or buckets) and is limited to that one key.",
+    "Action::kms:GenerateDataKey*": "kms:GenerateDataKey* comes with IKey.grant_encrypt_decrypt on a key passed to "
+    "the library (for its volumes, output or buckets) and is limited to that one key.",
+}
 
 
 def acknowledge_wildcards(scope: IConstruct, findings: dict[str, str], *, stack: cdk.Stack | None = None,

@@ -50,6 +50,7 @@ from ...model.request.members import (
 )
 from ...model.request.training import normalize_string_map
 from ...model.rule_engine import RuleEngine
+from .. import multinode
 from .._cdk.images import concrete_region
 from .._cdk.lazy import LazyPath
 from .._cdk.nag import Findings
@@ -170,6 +171,14 @@ class ProfiledTrainingJob(Construct):
         session_tag_chaining: ``EnableSessionTagChaining``. Default: None.
         request_overrides: any member no prop sets, deep-merged into AlgorithmSpecification, OutputDataConfig,
             ResourceConfig and StoppingCondition or set whole; members a prop sets are refused. Default: None.
+        code: a :class:`cdk_sagemaker_debugger.TrainingCode` (``from_asset`` / ``from_bucket`` / ``from_s3_uri``): the
+            SDK's ``sagemaker_program``, ``sagemaker_submit_directory`` and ``distribution`` launcher hyperparameters
+            for a framework image; the created role may read the archive. Default: None (the image's own code).
+        checkpoints: a :class:`cdk_sagemaker_debugger.Checkpoints` instead of ``checkpoint_s3_uri`` /
+            ``checkpoint_local_path``, granted read/write on exactly its prefix (and its bucket's key). Default: None.
+        enable_inter_container_traffic_encryption: encrypts the traffic between the instances of a run (the API's
+            name; ``encrypt_inter_container_traffic`` still works). Costs training time: every collective operation
+            between hosts goes through encryption. Default: None (``encrypt_inter_container_traffic``).
     """
 
     #: The prefix of every run's job name (``<job_name_prefix>-<20 hex characters>``).
@@ -261,6 +270,12 @@ class ProfiledTrainingJob(Construct):
     evaluator: Any
     #: The custom resource that starts a run on deploy (``run_on_deploy=True``), or None.
     deploy_trigger: cr.AwsCustomResource | None
+    #: The training code (``code=``), or None.
+    training_code: Any
+    #: Where the training code is once bound (its S3 URI, entry point, asset), or None.
+    training_code_location: Any
+    #: The checkpoint location (``checkpoints=`` or ``checkpoint_s3_uri=``), or None.
+    checkpoints: Any
 
     def __init__(
         self, scope: Construct, id: str, *,
@@ -285,7 +300,8 @@ class ProfiledTrainingJob(Construct):
         infra_check: bool | None = None, remote_debug: bool | None = None, session_tag_chaining: bool | None = None,
         container_entrypoint: Sequence[str] | None = None, container_arguments: Sequence[str] | None = None,
         experiment_config: ExperimentConfig | None = None, mlflow: MlflowConfig | None = None,
-        request_overrides: Mapping[str, Any] | None = None,
+        request_overrides: Mapping[str, Any] | None = None, code: Any = None, checkpoints: Any = None,
+        enable_inter_container_traffic_encryption: bool | None = None,
     ) -> None:
         """Every prop is checked before the first resource exists; the props are documented on the class."""
         super().__init__(scope, id)
@@ -307,6 +323,10 @@ class ProfiledTrainingJob(Construct):
         self.distribution = props.check_distribution(self, distribution)
         self._stopping = props.check_stopping_condition(self, max_runtime, max_wait, use_spot_instances)
         self.max_runtime, self.max_wait, self.use_spot_instances = max_runtime, max_wait, use_spot_instances
+        checkpoint_s3_uri, checkpoint_local_path, encrypt_inter_container_traffic = multinode.resolve_props(
+            self, checkpoints=checkpoints, checkpoint_s3_uri=checkpoint_s3_uri, checkpoint_local_path=checkpoint_local_path,
+            encrypt_inter_container_traffic=encrypt_inter_container_traffic,
+            enable_inter_container_traffic_encryption=enable_inter_container_traffic_encryption)
         props.check_dependent_props(self, checkpoint_s3_uri, checkpoint_local_path, vpc, vpc_subnets, security_groups)
         self.checkpoint_s3_uri, self.checkpoint_local_path = checkpoint_s3_uri, checkpoint_local_path
         self._record_container_props(
@@ -326,11 +346,14 @@ class ProfiledTrainingJob(Construct):
         self.output_bucket = self._create_output_bucket(output_bucket, output_kms_key)
         self._record_output_location(output_kms_key, output_prefix)
         self._add_initial_debugger_rules(debugger_rules, debug_hook, tensorboard)
+        multinode.attach_code(self, code)
         self._policy = ExecutionPolicy(self)
         self.role = role if role is not None else self._policy.create_role(vpc is not None)
+        multinode.grant_job_locations(self)
         self._role_arn = self.role.role_arn
         self.vpc, self.security_groups, self._subnet_ids = self._place_in_vpc(vpc, vpc_subnets, security_groups)
         self._security_group_ids = [sg.security_group_id for sg in self.security_groups]
+        multinode.secure_cluster_network(self, created=not security_groups)
         launch = create_launch(self)
         self.naming_state, self.launch_state = launch.naming_state, launch.launch_state
         self.log_group, self.state_machine = launch.log_group, launch.state_machine

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...model.request import render
 from ...model.request.training import example_job_name
+from .. import multinode
 
 if TYPE_CHECKING:  # pragma: no cover
     from ._parts import JobParts
@@ -33,7 +34,7 @@ def render_job_request(job: JobParts, *, job_name: str | None = None) -> dict[st
         vpc=render.vpc_config(security_group_ids=job._security_group_ids, subnets=job._subnet_ids,
                               in_vpc=job.vpc is not None),
         stopping=job._stopping,
-        hyperparameters=job._hyperparameters,
+        hyperparameters=multinode.hyperparameters(job, job_name or example_job_name(job.job_name_prefix)),
         environment=environment,
         tags=job.tags,
         network_isolation=job.enable_network_isolation,

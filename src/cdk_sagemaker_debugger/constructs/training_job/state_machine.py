@@ -16,6 +16,7 @@ from aws_cdk import aws_stepfunctions as sfn
 from aws_cdk import custom_resources as cr
 
 from ...model.request.training import example_job_name
+from .. import multinode
 from .._cdk.lazy import lazy_any
 from ._shared import CONSTANTS, PSEUDO
 
@@ -100,6 +101,8 @@ def state_parameters(job: JobParts) -> dict[str, Any]:
     placeholder = example_job_name(job.job_name_prefix)
     request = job.render_request(job_name=placeholder)
     del request["TrainingJobName"]
+    if "HyperParameters" in request:
+        request["HyperParameters"] = multinode.with_run_name(request["HyperParameters"], placeholder)
     for configuration in request.get("DebugRuleConfigurations", ()):
         if "RuleParameters" in configuration:
             configuration["RuleParameters"] = with_run_name(configuration["RuleParameters"], placeholder)

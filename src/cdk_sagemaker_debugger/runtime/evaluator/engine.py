@@ -652,3 +652,17 @@ def iso_us(us: float) -> str:  # also the reader's (reading.py)
         return datetime.fromtimestamp(us / 1e6, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
     except (OverflowError, OSError, ValueError):
         return f"{us / 1e6:.0f} s since the epoch"
+
+
+# The store reader moved to reading.py; imports of its names from here keep working (PEP 562).
+_MOVED_TO_READING = frozenset({"Cursor", "Listing", "RunOutcome", "evaluate_store", "feed", "list_new_files",
+                               "store_problems", "FUTURE_TOLERANCE_US", "MAX_FILE_BYTES", "MAX_ORIGIN_LEAD_US",
+                               "PREFETCH_BUDGET_BYTES"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _MOVED_TO_READING:
+        from . import reading
+
+        return getattr(reading, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
