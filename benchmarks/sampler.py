@@ -11,9 +11,10 @@ including the interpreter's start and any process it runs, such as nvidia-smi):
   * the sampler's memory with an upload client (boto3 and the standard-library one) against an unreachable endpoint.
   * the sampler at 100 ms with 8 GPUs through a fake NVML library, with the health fields (power, clocks,
     temperature, throttling, XID, ECC, remapped rows) and, in process, against utilisation alone;
-It also prints the in-process cost of one sample, and the per-step cost of ``sampler.phase()`` and
-``sampler.wrap(loader)`` against an unwrapped loop in the same process. Targets at 100 ms: at most 2 % of one core and
-at most 40 MB RSS.
+It also prints the in-process cost of one sample, of one ``with sampler.step():`` on the training thread against an
+empty ``with`` of a do-nothing context manager in the same loop (the writer thread's CPU is shown apart), and the
+per-step cost of ``sampler.phase()`` and ``sampler.wrap(loader)`` against an unwrapped loop in the same process (each
+only queues its event, like ``step()``). Targets at 100 ms: at most 2 % of one core and at most 40 MB RSS.
 """
 
 from __future__ import annotations
@@ -142,6 +143,42 @@ def per_sample_us(local_dir: Path, env: dict, samples: int = 300, nvml: str = "l
         os.environ.update(saved)
 
 
+class _Nothing:
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *_exc: object) -> bool:
+        return False
+
+
+def step_cost(local_dir: Path, calls: int = 200_000) -> tuple:
+    """(us per step() call on the calling thread, us of an empty with, us of process CPU per step incl. the writer)."""
+    from cdk_sagemaker_debugger.runtime.sampler import api
+
+    saved = dict(os.environ)
+    os.environ["CDK_SAGEMAKER_SAMPLER_LOCAL_DIR"] = str(local_dir)
+    api._state.update(settings=None, writer=None, checked=False, counters={})
+    try:
+        best_step = best_empty = best_cpu = float("inf")
+        for _ in range(3):
+            started = time.perf_counter()
+            for _ in range(calls):
+                with _Nothing():
+                    pass
+            best_empty = min(best_empty, (time.perf_counter() - started) / calls)
+            cpu, started = time.process_time(), time.perf_counter()
+            for _ in range(calls):
+                with api.step():
+                    pass
+            best_step = min(best_step, (time.perf_counter() - started) / calls)
+            api.flush()  # the writer thread's share: what is still queued, written now
+            best_cpu = min(best_cpu, (time.process_time() - cpu) / calls)
+        return best_step * 1e6, best_empty * 1e6, best_cpu * 1e6
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def row(name: str, usage: Usage, baseline: Usage | None = None) -> str:
     """One line; the upload-client rows show memory only (the client's import swamps 20 s of sampling CPU)."""
     sampling = "     -  " if usage.cpu_pct is None else f"{usage.cpu_pct:6.2f} %"
@@ -191,7 +228,8 @@ def per_step_us(base: Path, steps: int = 20000) -> dict:
     from cdk_sagemaker_debugger.runtime.sampler.phases import phase
 
     saved = dict(os.environ)
-    os.environ["CDK_SAGEMAKER_SAMPLER_LOCAL_DIR"] = str(base / "steps")
+    os.environ["CDK_SAGEMAKER_SAMPLER_LOCAL_DIR"] = str(base / "phase-steps")
+    api._state.update(settings=None, writer=None, checked=False, counters={})
     loader = list(range(steps))
 
     def bare() -> None:
@@ -221,6 +259,7 @@ def per_step_us(base: Path, steps: int = 20000) -> dict:
                 started = time.perf_counter()
                 loop()
                 best = min(best, time.perf_counter() - started)
+                api.flush()  # what is queued is written between runs (a full queue would drop events)
             timings[name] = 1e6 * best / steps
         api.stop()
         return timings
@@ -252,6 +291,7 @@ def main(argv: list[str] | None = None) -> int:
         small = per_sample_us(base / "in-process", {})
         large = per_sample_us(base / "in-process-fake", fake_host(base / "fake2", 96, 8))
         health = gpu_health_runs(base, args.seconds)
+        step_us, empty_us, step_cpu_us = step_cost(base / "steps")
         steps = per_step_us(base)
     print(f"sampler overhead, {os.cpu_count()} cores here, {args.seconds:.0f} s runs, each a child process (with what "
           "it runs): CPU (user + system) as % of one core while sampling, and over the whole run with start and "
@@ -267,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     if health:
         print(row("sampler, 100 ms, 8 GPUs with health fields (NVML)", health["run"], runs["idle 100"]))
     print(f"one sample in-process: {small:.0f} us on this machine, {large:.0f} us with 96 cores + 8 GPUs (simulated)")
+    print(f"step(): {step_us:.2f} us per call on the training thread against {empty_us:.2f} us for an empty with "
+          f"({step_us / max(empty_us, 1e-9):.1f} x, +{step_us - empty_us:.2f} us); {step_cpu_us:.2f} us of process CPU "
+          "per call with the writer thread")
     if health:
         added = health["health_us"] - health["plain_us"]
         print(f"8 GPUs through NVML, one sample: {health['plain_us']:.0f} us utilisation only, {health['health_us']:.0f} "

@@ -47,9 +47,15 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **handle) {
 """
 
 FAKE_NVML_C = FAKE_NVML_DEVICES_C + r"""
-/* gpu<i>: utilisation 30 + 10 i, memory utilisation 7 + i */
+/* gpu<i>: utilisation 30 + 10 i, memory utilisation 7 + i; FAKE_NVML_FAIL="<i>:<code>" makes gpu<i> fail */
 int nvmlDeviceGetUtilizationRates(void *handle, nvmlUtilization_t *rates) {
     size_t i = (size_t)handle - 1;
+    const char *fail = getenv("FAKE_NVML_FAIL");
+    if (fail && (size_t)atoi(fail) == i) {
+        const char *colon = fail;
+        while (*colon && *colon != ':') colon++;
+        return *colon ? atoi(colon + 1) : 999;
+    }
     rates->gpu = 30 + 10 * (unsigned int)i;
     rates->memory = 7 + (unsigned int)i;
     return 0;

@@ -132,20 +132,43 @@ class TestDefaultEngine:
         rule_set.add_rule(rules.StepOutlier(stddev=5))
         assert [r["rule_to_invoke"] for r in json.loads(evaluator_environment(stack)["RULES"])] == ["StepOutlier"]
 
+    def test_synth_notes_that_the_jobs_pythonpath_replaces_the_images(self):
+        stack = make_stack()
+        contract(stack)
+        Annotations.from_stack(stack).has_info("/Training/Job", Match.string_like_regexp(
+            r"Sampler: .*replaces the image's own.*environment=\{'PYTHONPATH'"))
+        given = make_stack()
+        contract(given, environment={"PYTHONPATH": "/opt/ml/code"})
+        assert not Annotations.from_stack(given).find_info("/Training/Job", Match.string_like_regexp("Sampler: "))
+
+    @pytest.mark.parametrize(("entrypoint", "flags"), [
+        (["python3", "-I", "train.py"], "-I"), (["/usr/bin/python3.10", "-u", "-ES", "train.py"], "-E -S"),
+    ])
+    def test_synth_warns_when_the_entrypoint_ignores_pythonpath(self, entrypoint: list[str], flags: str):
+        stack = make_stack()
+        contract(stack, container_entrypoint=entrypoint)
+        Annotations.from_stack(stack).has_warning("/Training/Job", Match.string_like_regexp(
+            f"runs Python with {flags}, which ignores PYTHONPATH.*sampler.start()"))
+
+    def test_no_warning_for_an_ordinary_entrypoint(self):
+        stack = make_stack()
+        contract(stack, container_entrypoint=["python3", "-u", "train.py", "-E"])
+        assert not Annotations.from_stack(stack).find_warning("/Training/Job", Match.string_like_regexp("ignores"))
+
     def test_a_region_without_debugger_is_fine(self):
         stack = make_stack("eu-central-2")
         training = contract(stack)
         assert training.evaluator is not None and sampler_channel(task_parameters(stack))
         assert Template.from_stack(stack).to_json().get("Mappings") is None
 
-    def test_user_pythonpath_comes_first_and_user_channels_stay(self):
+    def test_the_bundle_comes_first_so_a_users_own_sitecustomize_still_runs_and_user_channels_stay(self):
         stack = make_stack()
         training = contract(stack, environment={"PYTHONPATH": "/opt/ml/code/lib", "SEED": 7},
                             inputs=[InputChannel.from_s3_uri("train", "s3://data/train/", input_mode="FastFile")],
                             training_input_mode="Pipe")
         parameters = task_parameters(stack)
-        assert parameters["Environment"]["PYTHONPATH"] == (
-            f"/opt/ml/code/lib:{BUNDLE_DIR}/{training.sampler_bundle.asset_hash}.zip")
+        assert parameters["Environment"]["PYTHONPATH"] == (  # the bundle's sitecustomize chains the user's
+            f"{BUNDLE_DIR}/{training.sampler_bundle.asset_hash}.zip:/opt/ml/code/lib")
         assert parameters["Environment"]["SEED"] == "7"
         assert [c["ChannelName"] for c in parameters["InputDataConfig"]] == ["train", "cdk-sagemaker-sampler"]
         assert parameters["AlgorithmSpecification"]["TrainingInputMode"] == "Pipe"

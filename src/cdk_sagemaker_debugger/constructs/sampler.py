@@ -7,6 +7,7 @@ import functools
 import math
 import tempfile
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -103,7 +104,8 @@ class Sampler:
 
     def environment(self, asset: s3_assets.Asset, profiler_s3_uri: str, user_environment: dict[str, str]
                     ) -> dict[str, str]:
-        """The variables the sampler reads, plus PYTHONPATH with the bundle appended to any value the user set."""
+        """The variables the sampler reads, plus PYTHONPATH: the bundle first, then any value the user set (the
+        bundle's sitecustomize runs the next sitecustomize on the path, so a user's own still runs)."""
         bundle_path = f"{_CHANNEL_DIR}/{asset.asset_hash}.zip"
         user_path = user_environment.get("PYTHONPATH")
         hang = {} if self.on_hang is HangAction.LOG and self.hang_minutes == contract.DEFAULT_HANG_MINUTES else \
@@ -111,8 +113,46 @@ class Sampler:
         return {
             **contract.environment(profiler_s3_uri, self.interval_millis, self.framework_events),
             **hang,
-            "PYTHONPATH": f"{user_path}:{bundle_path}" if user_path else bundle_path,
+            "PYTHONPATH": f"{bundle_path}:{user_path}" if user_path else bundle_path,
         }
+
+    @staticmethod
+    def notes(user_environment: dict[str, str] | None, entrypoint: Sequence[str] | None
+              ) -> list[tuple[str, str, str]]:
+        """What synth should say about starting the sampler: ("info" or "warning", id, message).
+
+        * The job's ``Environment`` replaces the image's own variables: with no PYTHONPATH in ``environment=``, an
+          image that sets one (``/opt/ml/code``, ``/app``) loses it.
+        * ``python -I``, ``-E`` or ``-S`` in the container entrypoint ignore PYTHONPATH (or sitecustomize): that
+          interpreter never starts the sampler.
+        """
+        found = []
+        if not (user_environment or {}).get("PYTHONPATH"):
+            found.append(("info", "samplerReplacesImagePythonPath", "the sampler bundle is started through PYTHONPATH, and the "
+                          "job's environment replaces the image's own: if the image sets PYTHONPATH (for example "
+                          "/opt/ml/code or /app), pass that value in environment={'PYTHONPATH': ...}; the bundle is "
+                          "put in front of it."))
+        flags = _python_flags(entrypoint)
+        if flags:
+            found.append(("warning", "samplerEntrypointIgnoresPythonPath", f"the container entrypoint runs Python with "
+                          f"{' '.join(sorted(flags))}, which ignores PYTHONPATH or sitecustomize: that interpreter "
+                          "starts no sampler. Drop the flag, or call sampler.start() at the top of the training script "
+                          "(see docs/sampler.md, 'Where PYTHONPATH is not honoured')."))
+        return found
+
+
+def _python_flags(entrypoint: Sequence[str] | None) -> set[str]:
+    """-I, -E, -S given to a python interpreter in ``entrypoint`` (also combined, like ``-IS``, or ``-u -E``)."""
+    words = [w for w in (entrypoint or ()) if isinstance(w, str) and not cdk.Token.is_unresolved(w)]
+    flags: set[str] = set()
+    for position, word in enumerate(words):
+        if not Path(word).name.startswith("python"):
+            continue
+        for option in words[position + 1:]:
+            if not option.startswith("-") or option in ("-m", "-c"):
+                break
+            flags |= {f"-{letter}" for letter in option[1:] if letter in "IES"}
+    return flags
 
 
 @functools.cache

@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
 import pytest
 
-from cdk_sagemaker_debugger.runtime.sampler import api, contract, launcher
+from cdk_sagemaker_debugger.runtime.sampler import api, contract, launcher, watch
 from cdk_sagemaker_debugger.runtime.sampler.lock import holder_pid
 from cdk_sagemaker_debugger.runtime.sampler.timeline import ROTATE_AFTER_S, TimelineWriter
 
@@ -102,20 +104,28 @@ def test_start_is_off_when_disabled(monkeypatch: pytest.MonkeyPatch, capsys, tmp
     assert capsys.readouterr().err == "" and list(tmp_path.iterdir()) == []
 
 
-def test_start_then_stop_runs_one_sampler_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+def test_start_then_stop_runs_one_detached_sampler_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.setenv("CDK_SAGEMAKER_SAMPLER_NVML_LIBRARY", str(tmp_path / "none.so"))
+    monkeypatch.setattr(watch, "joined", {})
     local = tmp_path / "local"
     assert api.start(local_dir=str(local), interval_ms=100) is True
     assert api.start(local_dir=str(local), interval_ms=100) is True  # idempotent
     with api.step():
         pass
-    process = launcher._started["process"]
-    assert process.poll() is None
-    assert api.stop() is True
-    assert process.returncode == 0 and holder_pid(str(local)) is None
+    deadline = time.monotonic() + 10
+    while holder_pid(str(local)) is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = holder_pid(str(local))
+    assert pid is not None and pid != os.getpid()
+    with pytest.raises(ChildProcessError):  # nobody's child: this process has no child to wait for
+        os.waitpid(pid, os.WNOHANG)
+    assert api.stop() is True  # the last member left: the sampler writes out and ends now
+    assert holder_pid(str(local)) is None
     assert len(steps_in(local)) == 1
     status = json.loads((local / "sampler" / "status-algo-1.json").read_text())
-    assert status["pid"] == process.pid and status["interval_ms"] == 100
+    assert status["pid"] == pid and status["interval_ms"] == 100 and status["finished"]
+    assert "the last process of the training stopped the sampler" in status["stopped_because"]
+    assert (local / "system" / "training_job_end.ts").exists() and (local / "framework" / "training_job_end.ts").exists()
 
 
 def test_the_lightning_callback_records_train_and_eval_batches(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -179,3 +189,27 @@ def test_the_public_shim_exports_the_api_without_aws_cdk():
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.splitlines() == [
         "['flush', 'huggingface_callback', 'lightning_callback', 'phase', 'start', 'step', 'stop', 'wrap']", "[]"]
+
+
+def test_a_forked_child_that_exits_normally_writes_its_own_steps_and_never_hangs(tmp_path: Path):
+    """The parent's writer thread may hold the writer's lock at the fork: the child gets a lock of its own."""
+    code = f"""
+import os, sys, threading
+sys.path.insert(0, {str(Path(api.__file__).parents[3])!r})
+from cdk_sagemaker_debugger.runtime.sampler.timeline import TimelineWriter
+writer = TimelineWriter({str(tmp_path)!r}, "0-algo-1", log=print)
+writer.add("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", 1.0, 2.0, {{"step_num": "0"}})
+writer.lock.acquire()  # as if the writer thread were writing at the moment of the fork
+pid = os.fork()
+if pid == 0:
+    writer.add("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", 3.0, 4.0, {{"step_num": "1"}})
+    writer.close()  # also what atexit does
+    sys.exit(0)
+writer.lock.release()
+_, status = os.waitpid(pid, 0)
+writer.close()
+print(os.waitstatus_to_exitcode(status))
+"""
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert result.stdout == "0\n", result.stderr
+    assert sorted(e["args"]["step_num"] for e in steps_in(tmp_path)) == ["0", "1"]

@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import os
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from sampler_fakes import compile_fake_nvml, system_records, write_fake_smi
 
 from cdk_sagemaker_debugger.runtime.sampler.daemon import Daemon
-from cdk_sagemaker_debugger.runtime.sampler.gpu import parse_smi_line
+from cdk_sagemaker_debugger.runtime.sampler.gpu import SmiSource, parse_smi_line
 from cdk_sagemaker_debugger.runtime.sampler.settings import Settings
+from cdk_sagemaker_debugger.runtime.sampler.status import Status
 
 
 def gpu_values(root: Path) -> dict:
@@ -73,8 +76,8 @@ def test_a_failing_nvidia_smi_is_retried_then_given_up(tmp_path: Path, monkeypat
                        "driver.\"\nexit 9\n")
     failing.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}")
-    status = run(tmp_path, 1.2, str(tmp_path / "missing.so"))
-    assert status["failures"]["gpu_nvidia_smi_exit"] == 3  # three restarts, then it gives up
+    status = run(tmp_path, 2.0, str(tmp_path / "missing.so"))  # restarts 0.1, 0.2, 0.4 s apart
+    assert status["failures"]["gpu_nvidia_smi_exit"] == 3  # three restarts (backed off), then it gives up
     assert status["failures"]["gpu_nvidia_smi_output"] >= 1  # its message is counted, not parsed as a GPU
     assert any("gave up" in m for m in status["messages"])
     assert status["counts"]["samples"] >= 6  # sampling went on
@@ -89,3 +92,90 @@ def test_a_failing_nvidia_smi_is_retried_then_given_up(tmp_path: Path, monkeypat
 ])
 def test_nvidia_smi_lines(line: str, parsed: tuple | None):
     assert parse_smi_line(line) == parsed
+
+
+# ---- readings that age out, restarts that back off, NVML errors per GPU
+
+
+class FakeClock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def smi_script(folder: Path, body: str) -> str:
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "nvidia-smi"
+    path.write_text(f"#!{sys.executable}\nimport sys, time\n{body}")
+    path.chmod(0o755)
+    return str(path)
+
+
+def read_after(source: SmiSource, clock: FakeClock, advance_s: float, real_s: float = 0.3) -> list:
+    time.sleep(real_s)  # the real process writes meanwhile
+    clock.now += advance_s
+    return source.read()
+
+
+def test_a_gpu_that_falls_off_the_bus_ages_out_instead_of_repeating(tmp_path: Path):
+    smi = smi_script(tmp_path, "print('0, 90, 10\\n1, 90, 10', flush=True)\n"
+                               "while True:\n    print('0, 5, 10', flush=True)\n    time.sleep(0.05)\n")
+    clock, status = FakeClock(), Status("algo-1", log=lambda message: None)
+    source = SmiSource(smi, 100, status, monotonic=clock)
+    try:
+        assert {v[0] for v in read_after(source, clock, 0.0)} == {0, 1}
+        later = read_after(source, clock, 3.0)  # gpu1's only reading is 3 s old now (stale after 2 s at 100 ms)
+        assert [v[:2] for v in later] == [(0, 5.0)]
+        assert status.failures["gpu_stale"] == 1 and "gpu1" in status.messages[-1]
+    finally:
+        source.close()
+
+
+def test_a_hanging_nvidia_smi_reports_nothing_and_is_restarted(tmp_path: Path):
+    starts = tmp_path / "starts"
+    smi = smi_script(tmp_path, f"open({str(starts)!r}, 'a').write('x')\nprint('0, 70, 10', flush=True)\n"
+                               "time.sleep(600)\n")
+    clock, status = FakeClock(), Status("algo-1", log=lambda message: None)
+    source = SmiSource(smi, 100, status, monotonic=clock)
+    try:
+        assert read_after(source, clock, 0.0) == [(0, 70.0, 10.0)]
+        assert read_after(source, clock, 2.5) == []  # the reading is 2.5 s old: never repeated as live
+        assert read_after(source, clock, 2.0) == []  # hung for over twice the limit: killed, restart scheduled
+        assert status.failures["gpu_nvidia_smi_hung"] == 1
+        read_after(source, clock, 1.0)
+        assert read_after(source, clock, 0.0) == [(0, 70.0, 10.0)]  # the restarted one's fresh reading
+        assert starts.read_text() == "xx"
+    finally:
+        source.close()
+
+
+def test_an_nvidia_smi_that_exits_after_each_reading_is_restarted_with_a_back_off(tmp_path: Path):
+    starts = tmp_path / "starts"
+    smi = smi_script(tmp_path, f"open({str(starts)!r}, 'a').write('x')\nprint('0, 42, 10', flush=True)\n")
+    clock, status = FakeClock(), Status("algo-1", log=lambda message: None)
+    source = SmiSource(smi, 100, status, monotonic=clock)
+    seen = []
+    try:
+        for _ in range(30):  # 3 s at 100 ms: 30 restarts without a back-off
+            seen += read_after(source, clock, 0.1, real_s=0.05)
+    finally:
+        source.close()
+    assert (0, 42.0, 10.0) in seen
+    assert len(starts.read_text()) <= 6  # 0.1, 0.2, 0.4, 0.8, 1.6 s apart
+    assert "gpu" not in status.warned  # it produces readings: backed off, never given up
+
+
+def test_an_nvml_error_on_one_gpu_is_counted_and_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    library = compile_fake_nvml(tmp_path / "nvml")
+    if library is None:
+        pytest.skip("no C compiler to build the fake NVML library")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("FAKE_NVML_GPUS", "2")
+    monkeypatch.setenv("FAKE_NVML_FAIL", "1:3")  # gpu1 answers NVML_ERROR_NOT_SUPPORTED (a MIG instance)
+    status = run(tmp_path, 0.5, str(library))
+    assert status["gpu_source"] == "nvml" and status["gpu_count"] == 2
+    assert status["gpu_errors"] == {"gpu1": "NVML_ERROR_NOT_SUPPORTED"}
+    assert status["failures"]["gpu1_nvml"] >= 3  # every sample counted
+    assert set(gpu_values(tmp_path / "out")) == {("gpu0", "GPUUtilization"), ("gpu0", "GPUMemoryUtilization")}

@@ -52,7 +52,7 @@ def test_exit_writes_the_log_line_asks_for_the_timelines_then_terminates_then_ki
     w = watch(tmp_path, clock, "exit", starter.pid, signals)
     w.check()  # no heartbeat yet: nothing is judged before the first step
     for t in (1000.0, 1001.0, 1002.0):
-        mark(tmp_path, t)
+        mark(tmp_path, t, f"0-algo-1.{starter.pid}")
         clock.now = t + 0.5
         w.check()
     clock.now = 1002.0 + 61
@@ -92,3 +92,35 @@ def test_a_learned_pause_raises_the_limit_and_log_only_never_signals(tmp_path: P
     clock.now += 1
     w.check()
     assert w.fired_at is None
+
+
+def test_a_restarted_sampler_keeps_the_launcher_and_ends_the_ranks_groups_too(tmp_path: Path, starter):
+    """The sampler is nobody's child: a supervised restart by a rank must still end the launcher's group, and the
+    ranks' own sessions (torchrun starts each worker in one) are ended with it; the sampler's own group never."""
+    rank = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"], start_new_session=True)
+    try:
+        hang.HangWatch(str(tmp_path), "algo-1", "exit", 1.0, starter.pid, Status("algo-1", lambda m: None))
+        clock, signals = Clock(1000.0), []
+        w = watch(tmp_path, clock, "exit", rank.pid, signals)  # restarted by the rank: the launcher is remembered
+        assert w.watch_pid == starter.pid
+        mark(tmp_path, 1000.0, f"1-algo-1.{rank.pid}")
+        mark(tmp_path, 1000.0, f"0-algo-1.{os.getpid()}")  # a process in the sampler's own group: never signalled
+        clock.now = 1000.5
+        w.check()
+        clock.now = 1000.0 + 61
+        w.check()
+        clock.now += hang.WRITE_OUT_GRACE_S
+        w.check()
+        assert signals == [(starter.pid, signal.SIGTERM), (rank.pid, signal.SIGTERM)]
+        assert any(f"process groups {starter.pid}, {rank.pid}" in m for m in w.status.messages)
+    finally:
+        rank.kill()
+        rank.wait()
+
+
+def test_a_dead_launcher_is_replaced_by_the_new_starter(tmp_path: Path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    assert hang.remember_training(str(tmp_path), dead.pid) == dead.pid
+    assert hang.remember_training(str(tmp_path), os.getpid()) == os.getpid()  # the recorded one has ended
+    assert hang.remember_training(str(tmp_path), None) == os.getpid()

@@ -102,7 +102,7 @@ def test_a_normal_exit_is_marked_and_a_process_without_steps_marks_nothing(tmp_p
     assert [e["name"] for _, e in events_in(tmp_path)] == ["Step:ModeKeys.TRAIN", "exit"]
     fresh = type(writer)(str(tmp_path / "other"), "0-algo-1", log=print)
     api._mark_exit(fresh)
-    assert fresh.handle is None  # no step ever: no file
+    assert fresh.fd is None and not fresh.queue  # no step ever: no file
 
 
 def test_local_rank_variables_in_order():

@@ -17,6 +17,7 @@ from . import contract, heartbeat, launcher, ranks
 from .settings import LOCAL_DIR, ROLE, Settings, SettingsError, from_environment, is_disabled
 from .timeline import MODES, TimelineWriter, phase_name
 
+PHASES = {mode: phase_name(mode) for mode in MODES}
 RANK_VARIABLES = ranks.RANK_VARIABLES
 _state: dict = {"settings": None, "writer": None, "checked": False, "counters": {}, "logged": set()}
 _lock = threading.Lock()
@@ -70,9 +71,11 @@ def _new_writer(settings: Settings) -> TimelineWriter:
 
     token = framework_token(settings.node, rank())
     writer = TimelineWriter(settings.local_dir, token, lambda message: log_once("timeline", message),
-                            clock=shifted_clock(settings.clock_offset_s))
+                            clock=shifted_clock(settings.clock_offset_s),
+                            min_free_bytes=int(settings.min_free_mb * 1024 * 1024))
     writer.offset_s = settings.clock_offset_s  # event times come from time.time(); the files use the writer's clock
     heartbeat.attach(settings.local_dir, token)
+    writer.on_drain = heartbeat.mark  # the writer thread marks progress when it writes the loop's events
     watch_idle(writer)
     atexit.register(writer.close)
     atexit.register(_mark_exit, writer)  # runs first (atexit is last in, first out)
@@ -86,34 +89,34 @@ EXIT_PHASE = "Process:exit"
 
 
 def _mark_exit(writer: TimelineWriter) -> None:
-    if writer.pid != os.getpid() or not writer.last_end_us:
+    if writer.pid != os.getpid() or not (writer.last_end_us or writer.queue):
         return  # a forked child, or a process that never recorded a step: nothing to close
     now = time.time() + writer.offset_s
     writer.add(EXIT_PHASE, "exit", now, now, {"pid": os.getpid()})
 
 
 def record_step(mode: str, step_num: object, start_s: float, end_s: float) -> None:
-    writer = _writer()
+    """Queue one step event for this process's timeline writer (its thread formats and writes it)."""
+    writer = _state["writer"] if _state["checked"] else _writer()
     if writer is None:
         return
-    if mode not in MODES:
+    phase = PHASES.get(mode)
+    if phase is None:
         log_once(f"mode-{mode}", f"step(mode={mode!r}) is not one of {', '.join(MODES)}; that step is not recorded")
         return
     if step_num is None:
         counters = _state["counters"]
         step_num = counters.get(mode, 0)
         counters[mode] = step_num + 1
-    name = phase_name(mode)
     offset = writer.offset_s
-    writer.add(name, name, start_s + offset, end_s + offset, {"pid": os.getpid(), "step_num": str(step_num)})
-    heartbeat.mark()
+    writer.add(phase, phase, start_s + offset, end_s + offset, {"pid": writer.pid, "step_num": str(step_num)})
 
 
 class step:
     """``with sampler.step():`` records one ``Step:ModeKeys.<mode>`` event with ``args.step_num``.
 
-    ``step_num`` defaults to a counter per mode; ``mode`` is TRAIN, EVAL, PREDICT or GLOBAL. Costs a few microseconds,
-    and nothing at all when no sampler is configured.
+    ``step_num`` defaults to a counter per mode; ``mode`` is TRAIN, EVAL, PREDICT or GLOBAL. Costs a few microseconds
+    (the event is queued; a thread writes it), and almost nothing when no sampler is configured.
     """
 
     __slots__ = ("step_num", "mode", "started")
@@ -153,22 +156,23 @@ def start(**options: object) -> bool:
                 writer.close()  # events so far stay where they were written; new ones follow the new folder
                 _state["writer"] = None
             _state.update(settings=settings, checked=_state["writer"] is not None)
-        return launcher.ensure_running(settings)
+        return launcher.ensure_running(settings, log=lambda message: log_once("supervise", message))
     except Exception as exc:  # never into training
         log_once("start", f"not started: {type(exc).__name__}: {exc}")
         return False
 
 
 def stop(timeout: float = launcher.STOP_TIMEOUT_S) -> bool:
-    """Write out this process's step events and, if this process started the sampler, stop it after its last upload.
+    """Write out this process's step events and leave the training: when no other process of it runs, the sampler
+    writes out, uploads and ends now (this waits at most ``timeout`` seconds for that; True once it has ended).
 
-    Waits at most ``timeout`` seconds. Called for you at interpreter exit.
+    Optional: without it the sampler ends a few seconds after the training's last process (nothing waits at exit).
     """
     try:
         writer = _state["writer"]
         if writer is not None:
             writer.close()
-        return launcher.stop_started(timeout)
+        return launcher.leave(timeout)
     except Exception as exc:  # never into training
         log_once("stop", f"stop() failed: {type(exc).__name__}: {exc}")
         return False

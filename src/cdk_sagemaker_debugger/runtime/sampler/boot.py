@@ -1,17 +1,21 @@
 """What the bundle's sitecustomize does at every interpreter start in the container: run the image's own
-sitecustomize, then start the sampler if this container has none yet.
+sitecustomize, then each starter in STARTERS (the sampler's: join the training's members and make sure a sampler runs).
 
-The common path (a sampler already runs) costs two environment lookups and one failed flock; nothing here ever
-raises into the process, a problem costs at most one line on stderr.
+The common path (a sampler already runs) costs a few environment lookups, two flocks and one sleeping thread; nothing
+here ever raises into the process, a problem costs at most one line on stderr. This module imports nothing at the top
+but ``os``, ``sys`` and ``contract``, and parses on Python 3.6, so an older image runs its own sitecustomize and
+gets one line instead of a SyntaxError.
 """
 
 import os
 import sys
 
 from . import contract
-from .lock import LOCAL_DIR, ROLE, default_local_dir, try_lock
 
 CHAINED_MODULE = "_cdk_sagemaker_debugger_chained_sitecustomize"
+LOCAL_DIR = "CDK_SAGEMAKER_SAMPLER_LOCAL_DIR"  # lock.LOCAL_DIR (lock.py needs Python 3.8)
+ROLE = "CDK_SAGEMAKER_SAMPLER_ROLE"  # lock.ROLE
+OLDEST_PYTHON = (3, 8)
 
 
 def _say(message):
@@ -57,11 +61,32 @@ def wanted(env):
         env.get(ROLE) != "daemon"
 
 
-def start_if_needed(env):
+def start_sampler(env):
+    """Join the training's members and watch that a sampler runs; start it when none does (this process took the
+    lock). The common path (a sampler runs) imports only lock.py and watch.py."""
+    if not wanted(env):
+        return
+    if sys.version_info[:2] < OLDEST_PYTHON:
+        _say("not started: Python {}.{} is older than 3.8, the oldest the sampler runs on; the training runs "
+             "without it".format(*sys.version_info[:2]))
+        return
+    from .lock import default_local_dir, try_lock
+
     local_dir = default_local_dir(env)
     fd = try_lock(local_dir)
-    if fd is None:
-        return  # a sampler runs (or is being started by another process right now)
+    if fd is not None:
+        _start_here(env, local_dir, fd)
+        return
+    from . import watch
+
+    _entry, joined_now = watch.join(local_dir)
+    if joined_now:
+        watch.watch(local_dir, watch.supervise_seconds(env), lambda lock_fd: _start_here(env, local_dir, lock_fd),
+                    _say)
+
+
+def _start_here(env, local_dir, fd):
+    """This process holds the sampler lock: start the sampler (settings and the launcher are imported only now)."""
     try:
         from .settings import SettingsError, from_environment
 
@@ -73,9 +98,18 @@ def start_if_needed(env):
     except BaseException:
         os.close(fd)
         raise
-    from .launcher import ensure_running
+    from . import watch
+    from .launcher import ensure_running, reap, start_if_free
 
-    ensure_running(settings, fd)
+    if watch.member(local_dir) is None:
+        ensure_running(settings, fd, log=_say)
+    else:  # the watch thread of a member: the sampler died
+        reap(start_if_free(settings, fd))
+
+
+#: Called in order at every interpreter start with the environment; each is guarded (a failure costs one line). A
+#: collector that starts the same way adds its own function here.
+STARTERS = [start_sampler]
 
 
 def main(our_file):
@@ -84,8 +118,8 @@ def main(our_file):
     except Exception as exc:
         _say(f"could not run the image's own sitecustomize: {type(exc).__name__}: {exc}")
     env = os.environ
-    try:
-        if wanted(env):
-            start_if_needed(env)
-    except Exception as exc:
-        _say(f"not started: {type(exc).__name__}: {exc} (set {LOCAL_DIR} to a writable folder if it is the folder)")
+    for starter in STARTERS:
+        try:
+            starter(env)
+        except Exception as exc:
+            _say(f"not started: {type(exc).__name__}: {exc} (set {LOCAL_DIR} to a writable folder if it is the folder)")

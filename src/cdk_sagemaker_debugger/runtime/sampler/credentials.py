@@ -1,7 +1,8 @@
 """AWS credentials without botocore: the environment, the container credentials endpoint, then IMDSv2.
 
 The same order and variables as the AWS SDKs, so whatever SageMaker gives a training container works. Temporary
-credentials are cached until five minutes before they expire.
+credentials are cached until five minutes before they expire; that refresh is advisory: when it fails, the cached
+credentials are used for as long as they are valid (as botocore does), so uploads go on.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ CONTAINER_HOST = "http://169.254.170.2"
 IMDS_ENDPOINT = "http://169.254.169.254"
 TIMEOUT_S = 2.0
 REFRESH_BEFORE_S = 300.0
+#: Cached credentials closer than this to their expiry are not used any more, even when the refresh fails.
+MANDATORY_BEFORE_S = 30.0
 
 
 class CredentialsError(Exception):
@@ -110,4 +113,6 @@ class CredentialChain:
                 self.cached = found
                 return found
             tried.append(f"{source.__name__}: not configured")
+        if cached is not None and cached.expires is not None and cached.expires - MANDATORY_BEFORE_S > self.clock():
+            return cached  # the advisory refresh failed; these are still valid, try again at the next upload
         raise CredentialsError("no AWS credentials (" + "; ".join(tried) + ")")

@@ -3,6 +3,12 @@
 GPUMemoryUtilization is NVML's memory utilisation (``utilization.memory``: the percent of time the memory controller
 was busy), the counter both NVML and nvidia-smi report next to GPU utilisation. No GPU is not an error: one warning,
 no gpu records.
+
+Nothing is repeated as live: an nvidia-smi reading older than ``stale_after`` (three intervals, at least 2 s) is not
+reported and each stale GPU is counted (``gpu_stale``); an nvidia-smi that hangs is restarted. An nvidia-smi that
+exits is restarted with a back-off (one interval doubling to five minutes, reset once one has run a minute) and given
+up after three exits that produced no reading. An NVML error on one GPU (NOT_SUPPORTED on MIG, GPU_IS_LOST) is
+counted per GPU and named in the status file (``gpu_errors``), next to how many GPUs NVML sees (``gpu_count``).
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import ctypes
 import os
 import shutil
 import subprocess
+import time
 from typing import Callable
 
 from .status import Status
@@ -18,6 +25,14 @@ from .status import Status
 SMI_QUERY = "--query-gpu=index,utilization.gpu,utilization.memory"
 SMI_FORMAT = "--format=csv,noheader,nounits"
 MAX_SMI_RESTARTS = 3
+STABLE_S = 60.0
+MAX_BACKOFF_S = 300.0
+NVML_ERRORS = {1: "UNINITIALIZED", 2: "INVALID_ARGUMENT", 3: "NOT_SUPPORTED", 4: "NO_PERMISSION", 6: "NOT_FOUND",
+               9: "DRIVER_NOT_LOADED", 10: "TIMEOUT", 15: "GPU_IS_LOST", 16: "RESET_REQUIRED", 999: "UNKNOWN"}
+
+
+def nvml_error(code: int) -> str:
+    return f"NVML_ERROR_{NVML_ERRORS.get(code, code)}"
 
 
 class GpuUnavailable(Exception):
@@ -41,7 +56,9 @@ class NvmlSource:
 
     name = "nvml"
 
-    def __init__(self, library_path: str):
+    def __init__(self, library_path: str, status: Status | None = None):
+        self.status = status
+        self.errors: dict = {}
         try:
             library = ctypes.CDLL(library_path)
         except OSError as exc:
@@ -55,19 +72,29 @@ class NvmlSource:
             self.close()
             raise GpuUnavailable("nvmlDeviceGetCount failed")
         get_handle = _symbol(library, "nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetHandleByIndex")
+        self.count = count.value
         self.handles = []
         for index in range(count.value):
             handle = ctypes.c_void_p()
-            if get_handle(ctypes.c_uint(index), ctypes.byref(handle)) == 0:
+            code = get_handle(ctypes.c_uint(index), ctypes.byref(handle))
+            if code == 0:
                 self.handles.append((index, handle))
+            else:
+                self._error(index, "nvmlDeviceGetHandleByIndex", code)
         self.get_rates = _symbol(library, "nvmlDeviceGetUtilizationRates")
         self.rates = _Utilization()
+
+    def _error(self, index: int, call: str, code: int) -> None:
+        note_nvml_error(self.status, self.errors, index, call, code, f"gpu{index} has no record")
 
     def read(self) -> list:
         values = []
         for index, handle in self.handles:
-            if self.get_rates(handle, ctypes.byref(self.rates)) == 0:
+            code = self.get_rates(handle, ctypes.byref(self.rates))
+            if code == 0:
                 values.append((index, float(self.rates.gpu), float(self.rates.memory)))
+            else:
+                self._error(index, "nvmlDeviceGetUtilizationRates", code)
         return values
 
     def close(self) -> None:
@@ -75,6 +102,18 @@ class NvmlSource:
             self.shutdown()
         except Exception:  # shutting down a broken driver must not fail the sampler
             pass
+
+
+def note_nvml_error(status: Status | None, errors: dict, index: int, call: str, code: int, lost: str) -> None:
+    """One GPU's NVML failure (utilisation or health): counted per GPU and named in the status (``gpu_errors``),
+    never a silent gap; ``lost`` says what has no record while it lasts."""
+    name = nvml_error(code)
+    if errors.get(f"gpu{index}") != name:
+        errors[f"gpu{index}"] = name
+        if status is not None:
+            status.set("gpu_errors", dict(errors))
+    if status is not None:
+        status.fail(f"gpu{index}_nvml", f"{call} returned {name}; {lost} while it lasts")
 
 
 def parse_smi_line(line: str) -> tuple | None:
@@ -95,13 +134,22 @@ class SmiSource:
     #: What to ask and how to read a line (gpu_health.SmiHealth asks for other fields through the same process logic).
     query = SMI_QUERY
     parse = staticmethod(parse_smi_line)
+    #: Prefix of this reader's status keys (``gpu_stale``, ``gpu_nvidia_smi_exit``, ...).
+    key = "gpu"
 
-    def __init__(self, executable: str, interval_ms: int, status: Status):
+    def __init__(self, executable: str, interval_ms: int, status: Status,
+                 monotonic: Callable[[], float] = time.monotonic):
         self.command = [executable, self.query, SMI_FORMAT, "-lms", str(interval_ms)]
         self.status = status
+        self.monotonic = monotonic
+        self.interval_s = interval_ms / 1000.0
+        self.stale_after = max(3 * self.interval_s, 2.0)
+        #: GPU index -> ((index, utilisation, memory), when it was read)
         self.latest: dict = {}
         self.buffer = b""
-        self.restarts = 0
+        self.quick_exits = 0
+        self.silent_exits = 0
+        self.next_start = 0.0
         self.process: subprocess.Popen | None = None
         self.start()
 
@@ -110,6 +158,8 @@ class SmiSource:
                                         stderr=subprocess.STDOUT)
         os.set_blocking(self.process.stdout.fileno(), False)
         self.buffer = b""
+        self.started_at = self.monotonic()
+        self.readings = 0
 
     def _drain(self) -> None:
         stream = self.process.stdout
@@ -127,39 +177,70 @@ class SmiSource:
     def _take(self, line: str) -> None:
         parsed = self.parse(line)
         if parsed is not None:
-            self.latest[parsed[0]] = parsed
-            self.restarts = 0
+            self.latest[parsed[0]] = (parsed, self.monotonic())
+            self.readings += 1
         elif line.strip():
-            self.status.fail("gpu_nvidia_smi_output", f"unexpected nvidia-smi output {line.strip()[:200]!r}")
+            self.status.fail(f"{self.key}_nvidia_smi_output", f"unexpected nvidia-smi output {line.strip()[:200]!r}")
 
     def read(self) -> list:
-        if self.process is None:
-            return []
-        self._drain()
-        if self.process.poll() is not None:
-            self._restart()
-        return [self.latest[index] for index in sorted(self.latest)]
+        now = self.monotonic()
+        if self.process is not None:
+            self._drain()
+            if self.process.poll() is not None:
+                self._exited(now)
+            elif self._all_stale(now) and now - self.started_at > 2 * self.stale_after:
+                self.status.fail(f"{self.key}_nvidia_smi_hung", f"nvidia-smi wrote nothing for {self.stale_after:g} s; "
+                                 "restarting it")
+                self._end_process()
+                self._exited(now)
+        elif self.next_start and now >= self.next_start:
+            self.next_start = 0.0
+            self.start()
+        return self._fresh(now)
 
-    def _restart(self) -> None:
+    def _all_stale(self, now: float) -> bool:
+        return all(now - when > self.stale_after for _value, when in self.latest.values()) if self.latest else \
+            now - self.started_at > self.stale_after
+
+    def _fresh(self, now: float) -> list:
+        values = []
+        for index in sorted(self.latest):
+            value, when = self.latest[index]
+            if now - when <= self.stale_after:
+                values.append(value)
+            else:
+                self.status.fail(f"{self.key}_stale", f"gpu{index}: no nvidia-smi reading for {now - when:.0f} s; not "
+                                 "reported (an old reading is never repeated as live)")
+        return values
+
+    def _exited(self, now: float) -> None:
+        """Back off: one interval doubling to five minutes; reset once one ran a minute; give up after three exits
+        that never produced a reading."""
         code = self.process.returncode
         self.process.stdout.close()
-        self.restarts += 1
-        if self.restarts > MAX_SMI_RESTARTS:
-            self.status.warn_once("gpu", f"no GPU metrics: nvidia-smi keeps exiting (code {code}); gave up")
-            self.process = None
+        self.process = None
+        self.quick_exits = self.quick_exits + 1 if now - self.started_at < STABLE_S else 0
+        self.silent_exits = self.silent_exits + 1 if self.readings == 0 else 0
+        if self.silent_exits > MAX_SMI_RESTARTS:
+            self.status.warn_once(self.key, f"no GPU metrics: nvidia-smi keeps exiting (code {code}); gave up")
             return
-        self.status.fail("gpu_nvidia_smi_exit", f"nvidia-smi exited with code {code}; restarting it")
-        self.start()
+        delay = min(self.interval_s * 2 ** max(self.quick_exits - 1, 0), MAX_BACKOFF_S)
+        self.status.fail(f"{self.key}_nvidia_smi_exit", f"nvidia-smi exited with code {code}; restarting it in {delay:g} s "
+                         "(doubling while it keeps exiting)")
+        self.next_start = now + delay
 
-    def close(self) -> None:
-        if self.process is None:
-            return
+    def _end_process(self) -> None:
         self.process.terminate()
         try:
             self.process.wait(timeout=2)
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+
+    def close(self) -> None:
+        if self.process is None:
+            return
+        self._end_process()
         self.process.stdout.close()
         self.process = None
 
@@ -179,7 +260,8 @@ def open_gpu_source(nvml_library: str, interval_ms: int, status: Status,
     """NVML if it loads and sees a GPU, else nvidia-smi if it is on PATH, else no GPU (with one warning)."""
     reasons = []
     try:
-        source = NvmlSource(nvml_library)
+        source = NvmlSource(nvml_library, status)
+        status.set("gpu_count", source.count)
         if source.handles:
             return source
         source.close()

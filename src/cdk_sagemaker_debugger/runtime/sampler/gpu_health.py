@@ -20,7 +20,10 @@ GPURemappedRowsPending    1 when a row remap waits for a GPU reset, every SLOW_E
 GPURemappedRowsFailure    1 when a row remap failed (the GPU needs replacing), every SLOW_EVERY_S
 ========================  =====================================================================================
 
-A field a GPU does not support is dropped for that GPU after its first answer; nothing here ever raises.
+A field a GPU does not support is dropped for that GPU after its first answer (named in the status,
+``gpu_health_unsupported``); any other NVML error is counted per GPU with the utilisation reader's (``gpu_errors``).
+An nvidia-smi reading ages out like a utilisation reading (never repeated as live) and its process is restarted with
+the same back-off (status keys ``gpu_health_*``). Nothing here ever raises.
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ import ctypes
 import subprocess
 import time
 
-from .gpu import SMI_FORMAT, NoGpu, SmiSource
+from .gpu import SMI_FORMAT, NoGpu, SmiSource, note_nvml_error
 
 SLOW_EVERY_S = 10.0
 NVML_SUCCESS = 0
@@ -51,7 +54,10 @@ class NvmlHealth:
 
     name = "nvml"
 
-    def __init__(self, library_path: str, monotonic=time.monotonic):
+    def __init__(self, library_path: str, monotonic=time.monotonic, status: object = None, errors: dict | None = None):
+        self.status = status
+        self.errors = {} if errors is None else errors  # shared with the utilisation reader: one count per GPU
+        self.unsupported: dict = {}
         library = ctypes.CDLL(library_path)
         if (getattr(library, "nvmlInit_v2", None) or library.nvmlInit)() != NVML_SUCCESS:
             raise OSError("nvmlInit failed")
@@ -64,8 +70,12 @@ class NvmlHealth:
         self.handles = []
         for index in range(count.value):
             handle = ctypes.c_void_p()
-            if get_handle(ctypes.c_uint(index), ctypes.byref(handle)) == NVML_SUCCESS:
+            code = get_handle(ctypes.c_uint(index), ctypes.byref(handle))
+            if code == NVML_SUCCESS:
                 self.handles.append((index, handle))
+            else:
+                note_nvml_error(status, self.errors, index, "nvmlDeviceGetHandleByIndex", code,
+                                f"gpu{index} has no health record")
         self.readers = self._readers()
         self.off: set = set()  # (gpu index, dimension) a GPU does not support
         self.uint, self.ulong = ctypes.c_uint(), ctypes.c_ulonglong()
@@ -106,9 +116,17 @@ class NvmlHealth:
         function, leading, kind, scale = self.readers[dimension]
         out = self.uint if kind == "uint" else self.ulong
         code = function(handle, *[ctypes.c_int(a) for a in leading], ctypes.byref(out))
+        if code == NVML_SUCCESS:
+            return out.value * scale
         if code == NVML_ERROR_NOT_SUPPORTED:
             self.off.add((index, dimension))
-        return out.value * scale if code == NVML_SUCCESS else None
+            self.unsupported.setdefault(f"gpu{index}", []).append(dimension)
+            if self.status is not None:
+                self.status.set("gpu_health_unsupported", {gpu: list(dims) for gpu, dims in self.unsupported.items()})
+        else:
+            note_nvml_error(self.status, self.errors, index, getattr(function, "__name__", dimension), code,
+                            f"gpu{index} has no {dimension} record")
+        return None
 
     def _remapped(self, handle: object) -> tuple:
         function = self._function("nvmlDeviceGetRemappedRows")
@@ -215,10 +233,11 @@ class SmiHealth(SmiSource):
     name = "nvidia-smi"
     query = SMI_HEALTH_QUERY
     parse = staticmethod(parse_smi_health)
+    key = "gpu_health"
 
-    def __init__(self, executable: str, interval_ms: int, status: object):
+    def __init__(self, executable: str, interval_ms: int, status: object, monotonic=time.monotonic):
         probe(executable)
-        super().__init__(executable, max(interval_ms, SMI_HEALTH_MIN_INTERVAL_MS), status)
+        super().__init__(executable, max(interval_ms, SMI_HEALTH_MIN_INTERVAL_MS), status, monotonic)
 
     def rows(self) -> list:
         return [("gpu", f"gpu{index}", dim, value) for index, values in self.read() for dim, value in values]
@@ -233,7 +252,7 @@ def open_health_source(gpu_source: object, nvml_library: str, interval_ms: int, 
     """The health reader matching the utilisation reader (gpu.py chose it): NVML, nvidia-smi or none."""
     try:
         if gpu_source.name == "nvml":
-            return NvmlHealth(nvml_library)
+            return NvmlHealth(nvml_library, status=status, errors=getattr(gpu_source, "errors", None))
         if gpu_source.name == "nvidia-smi":
             return SmiHealth(gpu_source.command[0], interval_ms, status)
     except (OSError, AttributeError, ValueError) as exc:

@@ -1,8 +1,9 @@
 """Progress marks on local disk: every step or phase a training process records touches its heartbeat file.
 
 The files live in ``.heartbeat/`` under the sampler's local folder (never uploaded); the sampler reads their times to
-see whether training on this host still progresses (hang.py). A mark costs one ``time.monotonic()`` per event and
-one ``utime`` per second at most. A thread never marks: a hung training loop must stop marking.
+see whether training on this host still progresses (hang.py). The timeline writer's thread marks when it takes the
+loop's events off its queue (nothing on the training thread): one ``time.monotonic()`` per write and one ``utime`` per
+second at most. Only events mark, never a timer: a hung training loop records none, so its marks stop.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Without the write-out, the last minute of events of a rank that hangs would stay
 would see that rank stop up to a minute early (and could name the wrong rank as the first to stop). "A while" is
 IDLE_AFTER_S, or twice the longest pause between two events seen so far (slow steps must not rotate a file each),
 at most a minute (the writer's own rotation). The sampler asks (hang.py, before it ends a hung job) by touching
-``.heartbeat/write-out``.
+``.heartbeat-write-out``.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def shifted_clock(offset_s: float) -> Callable[[], float]:
 
 def idle_for(writer: object) -> float | None:
     """Seconds since the writer's last event ended, or None when it has no open file."""
-    if getattr(writer, "handle", None) is None or not writer.last_end_us:
+    if getattr(writer, "fd", None) is None or not writer.last_end_us:
         return None
     return writer.clock() - writer.last_end_us / 1e6
 

@@ -1,29 +1,34 @@
-"""Start the sampler as a detached process of its own, once per container, and stop it when its starter exits.
+"""Start the sampler once per container as a process that belongs to nobody, and keep one running while the training
+runs.
 
-The sampler runs as ``python -m <this package>`` in a new session with no stdin/stdout/stderr (a caller capturing
-the training's output must never wait on it), inheriting only the lock descriptor. The starter registers an atexit
-handler that closes open timeline files, asks the sampler to stop and waits a few seconds for its last upload; if the
-starter dies without atexit, the sampler notices within a second and does the same itself.
+* Detached: the starter runs ``python -m <this package> --detach`` in a new session with no stdin/stdout/stderr; that
+  process forks the sampler and exits at once, so the sampler is nobody's child (a launcher that reaps its children
+  until none is left never waits for it) and nobody capturing the training's output waits on it either.
+* Owned by the container: every Python process of the training joins the members lock (lock.py) for its life; the
+  sampler ends, writing Debugger's end markers, once no member is left. No process waits for the sampler at exit.
+* Supervised: each member checks every few seconds (a thread, one failed flock per check) that a sampler holds the
+  sampler lock; when one died (the OOM killer, a cleanup that kills processes), the first member to notice starts
+  another, which records the death and recovers what its predecessor left in ``.partial/``.
 """
 
 from __future__ import annotations
 
-import atexit
 import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from typing import Callable
 
-from . import lock
+from . import lock, watch
 from .settings import ROLE, Settings
 
 STOP_TIMEOUT_S = 5.0
 PACKAGE = __name__.rpartition(".")[0]
-#: Called before the sampler is stopped at exit (the timeline writer closes its file here).
+#: Called before this process leaves the training (``sampler.stop()``): the timeline writer writes out its events.
 before_stop: list = []
-_started: dict = {}
+_lock = threading.Lock()
 
 
 def package_root() -> str:
@@ -35,9 +40,10 @@ def package_root() -> str:
     return os.path.dirname(location)
 
 
-def daemon_command(settings: Settings, lock_fd: int, watch_pid: int) -> list:
+def daemon_command(settings: Settings, lock_fd: int) -> list:
     command = [sys.executable, "-m", PACKAGE, "--out", settings.local_dir, "--interval-ms", str(settings.interval_ms),
-               "--node", settings.node, "--lock-fd", str(lock_fd), "--watch-pid", str(watch_pid)]
+               "--node", settings.node, "--lock-fd", str(lock_fd), "--detach", "--watch-members",
+               "--training-pid", str(os.getpid())]
     if settings.s3_uri:
         command += ["--s3-uri", settings.s3_uri]
     if settings.job_name:
@@ -58,96 +64,107 @@ def daemon_environment() -> dict:
 
 
 def spawn(settings: Settings, lock_fd: int) -> subprocess.Popen:
+    """The short-lived first stage (it forks the sampler and exits); the caller reaps it off the training's path."""
     if not sys.executable:
         raise OSError("sys.executable is empty, so the sampler process cannot be started")
-    return subprocess.Popen(daemon_command(settings, lock_fd, os.getpid()), env=daemon_environment(),
-                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            close_fds=True, pass_fds=(lock_fd,), start_new_session=True)
+    return subprocess.Popen(daemon_command(settings, lock_fd), env=daemon_environment(), stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, close_fds=True,
+                            pass_fds=(lock_fd,), start_new_session=True)
 
 
-def ensure_running(settings: Settings, fd: int | None = None) -> bool:
-    """Start the sampler unless one already runs for this container; True either way once one runs.
-
-    ``fd`` is the lock when the caller already took it (the bundle's sitecustomize); it is closed here.
-    """
-    if _started.get("pid") == os.getpid():
-        if fd is not None:
-            os.close(fd)
-        return True
+def start_if_free(settings: Settings, fd: int | None = None) -> subprocess.Popen | None:
+    """Start a sampler when none holds the lock (``fd``: the lock, when the caller already took it; closed here)."""
     fd = lock.try_lock(settings.local_dir) if fd is None else fd
     if fd is None:
-        return True  # another process started it (or is starting it right now)
+        return None  # a sampler runs (or is being started by another process right now)
     try:
-        process = spawn(settings, fd)
+        return spawn(settings, fd)
     finally:
         os.close(fd)  # the sampler holds the lock through its inherited copy
-    _started.update(pid=os.getpid(), process=process, local_dir=settings.local_dir)
-    atexit.register(stop_at_exit, process, os.getpid(), settings.local_dir)
+
+
+def reap(process: subprocess.Popen | None) -> None:
+    """Wait for the first stage (it exits within a fraction of a second); a launcher may have reaped it already."""
+    if process is None:
+        return
+    try:
+        process.wait(timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        pass
+
+
+def ensure_running(settings: Settings, fd: int | None = None, log: Callable[[str], None] = lambda message: None
+                   ) -> bool:
+    """Join the training's members, start the sampler unless one runs, and watch it; True once one runs.
+
+    ``fd`` is the sampler lock when the caller already took it (the bundle's sitecustomize); it is closed here.
+    """
+    with _lock:
+        _entry, joined_now = watch.join(settings.local_dir)
+        try:
+            first = start_if_free(settings, fd)
+        except BaseException:
+            if joined_now:
+                watch.leave(settings.local_dir)
+            raise
+        if joined_now:
+            watch.watch(settings.local_dir, settings.supervise_s, lambda lock_fd: reap(start_if_free(settings, lock_fd)),
+                        log, first=lambda: reap(first))
+        else:
+            reap(first)
     return True
+
+
+def _after_fork_in_child() -> None:
+    """A forked child stays a member through the shared descriptor; the watch thread stays with the parent."""
+    global _lock
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def run_before_stop(hooks: list, log: Callable[[str], None] | None = None) -> None:
     for hook in list(hooks):
         try:
             hook()
-        except Exception as exc:  # one failing hook must not keep the sampler from its last upload
+        except Exception as exc:  # one failing hook must not keep this process from leaving
             if log:
-                log(f"flush at exit failed: {type(exc).__name__}: {exc}")
+                log(f"flush at stop failed: {type(exc).__name__}: {exc}")
 
 
-def wait_until_ready(process: subprocess.Popen, local_dir: str, deadline: float) -> None:
-    """Until the sampler has written its pid to the lock file, its SIGTERM handler is not in place yet."""
-    path = lock.lock_path(local_dir)
-    while time.monotonic() < deadline and process.poll() is None:
-        try:
-            with open(path, encoding="ascii") as handle:
-                if handle.read().strip() == str(process.pid):
-                    return
-        except OSError:
-            return
-        time.sleep(0.02)
-
-
-def stop(process: subprocess.Popen, local_dir: str, timeout: float = STOP_TIMEOUT_S) -> bool:
-    """Ask the sampler to write out and upload, and wait at most ``timeout`` seconds; True when it has exited."""
+def leave(timeout: float = STOP_TIMEOUT_S) -> bool:
+    """``sampler.stop()``: this process leaves the training. When it was the last member, the sampler writes out,
+    uploads and ends now; this waits at most ``timeout`` s for that. True when no sampler runs any more."""
+    run_before_stop(before_stop)
+    with _lock:
+        entries = [d for d in list(watch.joined) if watch.leave(d)]
+    if not entries:
+        return False
     deadline = time.monotonic() + timeout
-    wait_until_ready(process, local_dir, deadline)
-    if process.poll() is not None:
-        return True
+    stopped = True
+    for local_dir in entries:
+        if lock.members_remain(local_dir):
+            continue  # other processes of the training still run: the sampler stays with them
+        pid = lock.holder_pid(local_dir)
+        if pid is not None:
+            _signal(pid, signal.SIGUSR2)  # "look for members now": no grace period after an explicit stop
+        while lock.holder_pid(local_dir) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        stopped = stopped and lock.holder_pid(local_dir) is None
+    return stopped
+
+
+def _signal(pid: int, number: int) -> bool:
     try:
-        process.send_signal(signal.SIGTERM)
-        process.wait(timeout=max(deadline - time.monotonic(), 0.1))
-    except (OSError, subprocess.TimeoutExpired):
+        os.kill(pid, number)
+    except OSError:
         return False
     return True
-
-
-def stop_at_exit(process: subprocess.Popen, starter_pid: int, local_dir: str) -> None:
-    if os.getpid() != starter_pid:  # a forked child exiting: the sampler belongs to its parent
-        return
-    run_before_stop(before_stop)
-    stop(process, local_dir)
-    _started.clear()
-
-
-def stop_started(timeout: float = STOP_TIMEOUT_S) -> bool:
-    """Stop the sampler this process started (``sampler.stop()``); False when it started none."""
-    process = _started.get("process")
-    if process is None or _started.get("pid") != os.getpid():
-        return False
-    run_before_stop(before_stop)
-    stopped = stop(process, _started["local_dir"], timeout)
-    _started.clear()
-    return stopped
 
 
 def request_flush(local_dir: str) -> bool:
     """SIGUSR1 to the running sampler: publish the current minute and upload now."""
     pid = lock.holder_pid(local_dir)
-    if pid is None:
-        return False
-    try:
-        os.kill(pid, signal.SIGUSR1)
-    except OSError:
-        return False
-    return True
+    return pid is not None and _signal(pid, signal.SIGUSR1)

@@ -16,9 +16,14 @@ PARTIAL_DIR = ".partial"
 SAMPLER_DIR = "sampler"
 #: Held (flock) by the running sampler for its whole life; holds its pid.
 LOCK_FILE = "sampler.lock"
-#: Debugger's end-of-training marker; written when a local capture (the CLI) ends.
+#: Held shared (flock LOCK_SH) by every Python process of the training for its whole life: the sampler ends once
+#: nobody holds it (the training's processes have ended).
+MEMBERS_FILE = "sampler.members"
+#: Debugger's end-of-training markers; written when the training's processes end (and when a local capture ends).
 END_MARKER = "system/training_job_end.ts"
-UPLOADED_PREFIXES = ("system/", "framework/pevents/", SAMPLER_DIR + "/")
+FRAMEWORK_END_MARKER = "framework/training_job_end.ts"
+END_MARKERS = (END_MARKER, FRAMEWORK_END_MARKER)
+UPLOADED_PREFIXES = ("system/", "framework/pevents/", FRAMEWORK_END_MARKER, SAMPLER_DIR + "/")
 TIMELINE_SUFFIX = "pythontimeline.json"
 
 
@@ -26,8 +31,10 @@ def hour_folder(epoch_s: float) -> str:
     return time.strftime("%Y%m%d%H", time.gmtime(epoch_s))
 
 
-def system_file(minute_s: int, node: str) -> str:
-    return f"{SYSTEM_DIR}/{hour_folder(minute_s)}/{minute_s}.{node}.json"
+def system_file(minute_s: int, node: str, generation: int = 0) -> str:
+    """``generation`` > 0 names a second file for a minute already written (the clock stepped back): the name's
+    second moves by that many seconds, still inside the minute, so it never replaces the first file's key."""
+    return f"{SYSTEM_DIR}/{hour_folder(minute_s)}/{minute_s + generation}.{node}.json"
 
 
 def timeline_file(end_us: int, token: str) -> str:

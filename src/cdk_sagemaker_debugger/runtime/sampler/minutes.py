@@ -3,6 +3,10 @@
 The current minute is appended to ``.partial/<minute>.<node>.json`` and renamed into
 ``system/incremental/<hour>/<minute>.<node>.json`` when the minute ends, so a crash loses at most that minute and a
 reader never sees half a file. A sampler restarted within a minute continues the minute its predecessor left.
+
+A clock that steps back into a minute already completed never replaces that minute's file (it may be uploaded and
+pruned already): the new samples go to a second file of that minute (its name's second moves by one, see
+layout.system_file), counted as ``clock_steps_back``.
 """
 
 from __future__ import annotations
@@ -25,14 +29,38 @@ class MinuteFiles:
         self.node = node
         self.status = status
         self.minute: int | None = None
+        self.generation = 0
         self.handle = None
         self.failed_minute: int | None = None
+        self.first_minute: int | None = None
+        #: minute -> the last generation completed in this run
+        self.completed: dict = {}
 
-    def partial_path(self, minute: int) -> str:
-        return os.path.join(self.root, layout.partial_file(f"{minute}.{self.node}.json"))
+    def partial_path(self, minute: int, generation: int | None = None) -> str:
+        generation = self.generation if generation is None else generation
+        return os.path.join(self.root, layout.partial_file(f"{minute + generation}.{self.node}.json"))
 
-    def final_path(self, minute: int) -> str:
-        return os.path.join(self.root, layout.system_file(minute, self.node))
+    def final_path(self, minute: int, generation: int | None = None) -> str:
+        generation = self.generation if generation is None else generation
+        return os.path.join(self.root, layout.system_file(minute, self.node, generation))
+
+    def _generation_for(self, minute: int) -> int:
+        """0, unless this minute was completed before in this run, or lies before this run's first minute (a
+        predecessor may have uploaded it): then the first free generation after it."""
+        if self.first_minute is None:
+            self.first_minute = minute
+        if minute in self.completed:
+            start = self.completed[minute] + 1
+        elif minute < self.first_minute:
+            start = 1
+        else:
+            return 0
+        self.status.count("clock_steps_back")
+        generation = start
+        while generation < 59 and (os.path.exists(self.final_path(minute, generation)) or
+                                   os.path.exists(self.partial_path(minute, generation))):
+            generation += 1
+        return generation
 
     def append(self, epoch_s: float, text: str) -> int | None:
         """Add a sample's lines; returns the minute that was just completed, if this sample started a new one."""
@@ -41,6 +69,7 @@ class MinuteFiles:
         if minute != self.minute:
             finished = self.minute if self.finish() else None
             self.minute = minute
+            self.generation = self._generation_for(minute)
         if not text or minute == self.failed_minute:
             return finished
         try:
@@ -80,6 +109,7 @@ class MinuteFiles:
             final = self.final_path(self.minute)
             os.makedirs(os.path.dirname(final), exist_ok=True)
             os.replace(self.partial_path(self.minute), final)
+            self.completed[self.minute] = self.generation
         except OSError as exc:
             self.status.fail("write", f"cannot complete the system file of minute {self.minute}: {exc}")
             self._discard()
@@ -107,12 +137,14 @@ class MinuteFiles:
         except OSError:
             return
         for name in names:
-            minute = int(name[: -len(suffix)])
-            if minute >= before_minute or os.path.exists(self.final_path(minute)):
+            second = int(name[: -len(suffix)])
+            minute, generation = second - second % 60, second % 60
+            final = self.final_path(minute, generation)
+            if minute >= before_minute or os.path.exists(final):
                 continue
             try:
                 with open(os.path.join(folder, name), "rb") as source:
-                    write_atomic(self.final_path(minute), _complete_lines(source.read()))
+                    write_atomic(final, _complete_lines(source.read()))
                 os.unlink(os.path.join(folder, name))
                 self.status.count("recovered_files")
             except OSError as exc:

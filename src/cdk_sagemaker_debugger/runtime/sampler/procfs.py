@@ -66,7 +66,9 @@ def memory_used_percent(text: str) -> float:
     available = info.get("MemAvailable")
     if available is None:
         available = info.get("MemFree", 0) + info.get("Buffers", 0) + info.get("Cached", 0)
-    return 100.0 * (total - available) / total if total else 0.0
+    if total <= 0:
+        return 0.0
+    return min(max(100.0 * (total - available) / total, 0.0), 100.0)  # an inconsistent meminfo stays a percent
 
 
 def network_bytes(text: str) -> tuple:

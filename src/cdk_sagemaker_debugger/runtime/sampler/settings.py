@@ -8,12 +8,14 @@ process turn that into one log line instead of an exception.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 from dataclasses import dataclass, replace
 
 from . import contract
 from .lock import LOCAL_DIR, ROLE, default_local_dir  # noqa: F401 - defined in lock.py, which stays import-light
+from .watch import SUPERVISE  # noqa: F401 - defined in watch.py, which stays import-light
 
 #: Where /proc is (a fake one for tests and the benchmark).
 PROC_ROOT = "CDK_SAGEMAKER_SAMPLER_PROC_ROOT"
@@ -26,6 +28,12 @@ UPLOADER = "CDK_SAGEMAKER_SAMPLER_UPLOADER"
 #: Seconds added to the wall clock of the sampler and of the step events (tests only: a short run can then cross
 #: a minute boundary, the only point at which the evaluator judges a minute).
 CLOCK_OFFSET = "CDK_SAGEMAKER_SAMPLER_CLOCK_OFFSET_S"
+#: Seconds without any training process before the sampler concludes the training ended (default 10).
+END_GRACE = "CDK_SAGEMAKER_SAMPLER_END_GRACE_S"
+#: Most megabytes of data the sampler keeps locally while uploads fail; the oldest go first (default 512).
+MAX_BUFFER = "CDK_SAGEMAKER_SAMPLER_MAX_BUFFER_MB"
+#: Megabytes of free space the sampler leaves on its volume for the training (default 1024).
+MIN_FREE = "CDK_SAGEMAKER_SAMPLER_MIN_FREE_MB"
 #: The training job's name, as SageMaker sets it in every training container.
 JOB_NAME = "TRAINING_JOB_NAME"
 #: Standard AWS SDK variables for an S3 endpoint override (moto in tests, a VPC endpoint URL in production).
@@ -55,12 +63,17 @@ class Settings:
     nvml_library: str = DEFAULT_NVML_LIBRARY
     uploader: str = "auto"
     endpoint_url: str | None = None
-    watch_pid: int | None = None
+    watch_members: bool = False
     end_marker: bool = False
     prune_uploaded: bool = False
+    end_grace_s: float = 10.0
+    supervise_s: float = 5.0
+    max_buffer_mb: float = 512.0
+    min_free_mb: float = 1024.0
     on_hang: str = "log"
     hang_minutes: float = contract.DEFAULT_HANG_MINUTES
     clock_offset_s: float = 0.0
+    training_pid: int | None = None
 
     def with_changes(self, **changes: object) -> Settings:
         return replace(self, **changes).validated()
@@ -79,7 +92,31 @@ class Settings:
                                 "(a week), for example 10.")
         if not self.local_dir:
             raise SettingsError(f"{LOCAL_DIR}: the local folder is empty; set it to a writable folder.")
+        for name, value in ((END_GRACE, self.end_grace_s), (SUPERVISE, self.supervise_s),
+                            (MAX_BUFFER, self.max_buffer_mb), (MIN_FREE, self.min_free_mb)):
+            check_amount(value, name)
         return self
+
+
+def check_amount(value: object, source: str) -> float:
+    """A finite number >= 0 (seconds or megabytes); NaN, infinity and negatives are refused."""
+    try:
+        number = float(str(value).strip())
+    except ValueError:
+        number = float("nan")
+    if not math.isfinite(number) or number < 0:
+        raise SettingsError(f"{source}={value!r}: expected a finite number >= 0.")
+    return number
+
+
+def duration(text: str) -> float:
+    """``--duration``: seconds, finite and >= 0 (argparse type; ``nan`` would never end)."""
+    import argparse
+
+    try:
+        return check_amount(text, "--duration")
+    except SettingsError as exc:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a duration in seconds (a finite number >= 0)") from exc
 
 
 def check_interval(value: object, source: str) -> int:
@@ -196,6 +233,7 @@ def from_environment(env: dict | None = None, **overrides: object) -> Settings:
         "on_hang": env.get(contract.ON_HANG, "").strip() or "log",
         "hang_minutes": number(env, contract.HANG_MINUTES, contract.DEFAULT_HANG_MINUTES),
         "clock_offset_s": number(env, CLOCK_OFFSET, 0.0),
+        **amounts_from(env),
     }
     for key, value in overrides.items():
         if key not in Settings.__dataclass_fields__:
@@ -206,13 +244,19 @@ def from_environment(env: dict | None = None, **overrides: object) -> Settings:
     return Settings(**values).validated()
 
 
+def amounts_from(env: dict) -> dict:
+    """The optional knobs set in the environment (end grace, supervision, buffer cap, free space)."""
+    fields = {END_GRACE: "end_grace_s", SUPERVISE: "supervise_s", MAX_BUFFER: "max_buffer_mb", MIN_FREE: "min_free_mb"}
+    return {field: check_amount(env[name], name) for name, field in fields.items() if env.get(name, "").strip()}
+
+
 def add_arguments(parser: object, out_required: bool = False) -> None:
     """The options of ``python -m ...sampler`` and ``cdk-sagemaker-debugger sample`` (argparse)."""
     parser.add_argument("--out", metavar="DIR", required=out_required,
                         help="local folder to write to" + ("" if out_required else " (default: the container's)"))
     parser.add_argument("--interval-ms", type=int, choices=contract.INTERVALS_MS,
                         help=f"sampling interval (default: ${contract.INTERVAL_MS} or {contract.DEFAULT_INTERVAL_MS})")
-    parser.add_argument("--duration", type=float, metavar="SECONDS", help="stop after this long (default: never)")
+    parser.add_argument("--duration", type=duration, metavar="SECONDS", help="stop after this long (default: never)")
     parser.add_argument("--node", metavar="algo-N", help="node id when SageMaker's resourceconfig.json has none")
     parser.add_argument("--s3-uri", metavar="S3_URI", help="also upload to <S3_URI>/<job name>/profiler-output/")
     parser.add_argument("--job-name", help=f"training job name for the upload (default: ${JOB_NAME})")

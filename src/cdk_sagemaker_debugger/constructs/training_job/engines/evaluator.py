@@ -24,6 +24,7 @@ from ....model.rule_engine import RuleEngine
 from ....runtime.sampler import contract as sampler_contract
 from ...rule_evaluator import RuleEvaluator
 from ...sampler import DEFAULT_SAMPLER, Sampler
+from .._shared import WARNING_PREFIX
 from .base import RuleEngineBinding
 
 __all__ = ["EvaluatorBinding"]
@@ -70,6 +71,13 @@ class EvaluatorBinding(RuleEngineBinding):
         return None
 
     def _check_sampler_environment(self) -> None:
+        job = self._job
+        for level, note_id, message in Sampler.notes(job._environment,
+                                                     job.request_members.algorithm.get("ContainerEntrypoint")):
+            if level == "warning":
+                cdk.Annotations.of(job).add_warning_v2(f"{WARNING_PREFIX}:{note_id}", message)
+            else:
+                cdk.Annotations.of(job).add_info(f"Sampler: {message}")
         taken = sorted(k for k in self._job._environment or {} if k in sampler_contract.environment("s3://b"))
         if taken:
             raise ConfigurationError(
