@@ -6,7 +6,9 @@ Environment (every value per GPU unless ``_GPU`` narrows it): FAKE_NVML_GPUS (2)
 FAKE_NVML_POWER_W (300), FAKE_NVML_LIMIT_W (700), FAKE_NVML_SM_CLOCK (1980), FAKE_NVML_MEM_CLOCK (2619),
 FAKE_NVML_TEMP (60), FAKE_NVML_THROTTLE (0, a bit mask) on FAKE_NVML_THROTTLE_GPU (-1: every GPU), FAKE_NVML_XID
 (0: none; else one event with that code, on FAKE_NVML_XID_GPU, once per process), FAKE_NVML_ECC (0), FAKE_NVML_PENDING
-(0), FAKE_NVML_FAILURE (0).
+(0), FAKE_NVML_FAILURE (0); FAKE_NVML_POWER_FAIL_GPU (-1: none) answers the power query with
+FAKE_NVML_POWER_FAIL_CODE (15, GPU_IS_LOST). The fake nvidia-smi: FAKE_SMI_SILENT_AFTER (0: never) batches of lines,
+then it stays alive and silent (a hung nvidia-smi).
 """
 
 from __future__ import annotations
@@ -24,7 +26,10 @@ static int xid_sent = 0;
 int nvmlDeviceGetUtilizationRates(void *h, nvmlUtilization_t *r) {
     r->gpu = (unsigned int)env("FAKE_NVML_UTIL", 95); r->memory = 40; return 0;
 }
-int nvmlDeviceGetPowerUsage(void *h, unsigned int *mw) { *mw = (unsigned int)(env("FAKE_NVML_POWER_W", 300) * 1000); return 0; }
+int nvmlDeviceGetPowerUsage(void *h, unsigned int *mw) {
+    if (env("FAKE_NVML_POWER_FAIL_GPU", -1) == gpu(h)) return (int)env("FAKE_NVML_POWER_FAIL_CODE", 15);
+    *mw = (unsigned int)(env("FAKE_NVML_POWER_W", 300) * 1000); return 0;
+}
 int nvmlDeviceGetEnforcedPowerLimit(void *h, unsigned int *mw) { *mw = (unsigned int)(env("FAKE_NVML_LIMIT_W", 700) * 1000); return 0; }
 int nvmlDeviceGetClockInfo(void *h, int type, unsigned int *mhz) {
     *mhz = (unsigned int)(type == 1 ? env("FAKE_NVML_SM_CLOCK", 1980) : env("FAKE_NVML_MEM_CLOCK", 2619)); return 0;
@@ -77,6 +82,9 @@ while True:
     sys.stdout.flush()
     if loop_ms is None:
         break
+    batches = globals().get("batches", 0) + 1
+    if batches == int(os.environ.get("FAKE_SMI_SILENT_AFTER", "0")):
+        time.sleep(3600)
     time.sleep(loop_ms / 1000.0)
 '''
 

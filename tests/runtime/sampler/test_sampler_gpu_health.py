@@ -10,8 +10,9 @@ from health_fakes import compile_health_nvml, write_health_smi
 from sampler_fakes import system_records
 
 from cdk_sagemaker_debugger.runtime.sampler.daemon import Daemon
-from cdk_sagemaker_debugger.runtime.sampler.gpu_health import parse_smi_health, smi_number
+from cdk_sagemaker_debugger.runtime.sampler.gpu_health import SmiHealth, parse_smi_health, smi_number
 from cdk_sagemaker_debugger.runtime.sampler.settings import Settings
+from cdk_sagemaker_debugger.runtime.sampler.status import Status
 
 
 def values(root: Path) -> dict:
@@ -65,3 +66,51 @@ def test_smi_values_parse_as_documented():
     index, fields = parse_smi_health("3, 250.5, 700.00, 1980, 2619, 71, 0x0000000000000004, 0, No, No")
     assert index == 3 and dict(fields)["GPUPowerDraw"] == 250.5 and dict(fields)["GPUThrottleReasons"] == 4.0
     assert parse_smi_health("NVIDIA-SMI has failed") is None
+
+
+def test_an_nvml_error_on_one_gpu_is_counted_like_utilisation_and_the_other_gpu_keeps_its_fields(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    library = compile_health_nvml(tmp_path / "nvml")
+    if library is None:
+        pytest.skip("no C compiler to build the fake NVML library")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("FAKE_NVML_POWER_FAIL_GPU", "1")
+    status = run(tmp_path, 0.6, str(library))
+    assert status["gpu_errors"] == {"gpu1": "NVML_ERROR_GPU_IS_LOST"} and status["failures"]["gpu1_nvml"] >= 1
+    found = values(tmp_path / "out")
+    assert ("gpu1", "GPUPowerDraw") not in found and set(found[("gpu0", "GPUPowerDraw")]) == {300.0}
+    assert set(found[("gpu1", "GPUTemperature")]) == {60.0}  # only the failing field is lost
+
+
+def test_an_unsupported_health_field_is_named_in_the_status(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    library = compile_health_nvml(tmp_path / "nvml")
+    if library is None:
+        pytest.skip("no C compiler to build the fake NVML library")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    monkeypatch.setenv("FAKE_NVML_POWER_FAIL_GPU", "0")
+    monkeypatch.setenv("FAKE_NVML_POWER_FAIL_CODE", "3")  # NOT_SUPPORTED: dropped for that GPU, not an error
+    status = run(tmp_path, 0.4, str(library))
+    assert status["gpu_health_unsupported"] == {"gpu0": ["GPUPowerDraw"]} and "gpu_errors" not in status
+
+
+def test_a_silent_nvidia_smi_health_reading_ages_out_instead_of_repeating(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch):
+    import time
+
+    smi = write_health_smi(tmp_path / "bin")
+    monkeypatch.setenv("FAKE_SMI_SILENT_AFTER", "1")
+    now = [1000.0]
+    status = Status("algo-1", lambda message: None)
+    source = SmiHealth(str(smi), 100, status, monotonic=lambda: now[0])
+    try:
+        deadline = time.monotonic() + 20
+        rows = source.rows()
+        while not rows and time.monotonic() < deadline:
+            time.sleep(0.05)
+            rows = source.rows()
+        assert {name for _, name, _, _ in rows} == {"gpu0", "gpu1"}
+        now[0] += source.stale_after + 1
+        assert source.rows() == [] and status.failures["gpu_health_stale"] == 2  # one per GPU
+        assert "gpu_stale" not in status.failures  # the utilisation reader's key stays its own
+    finally:
+        source.close()

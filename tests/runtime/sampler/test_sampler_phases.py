@@ -109,3 +109,30 @@ def test_local_rank_variables_in_order():
     assert ranks.local_rank({"LOCAL_RANK": "2", "MPI_LOCALRANKID": "7"}) == 2
     assert ranks.local_rank({"MPI_LOCALRANKID": "7"}) == 7 and ranks.local_rank({}) == 0
     assert ranks.rank({"RANK": "x", "PMI_RANK": "9"}) == 9
+
+
+def test_phases_and_batches_only_queue_and_the_writer_thread_marks_progress(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch):
+    """Like step(): no disk I/O on the training thread, not even the heartbeat's utime."""
+    import threading
+    import time
+
+    monkeypatch.setenv("CDK_SAGEMAKER_SAMPLER_LOCAL_DIR", str(tmp_path))
+    marked_by = []
+    real_mark = heartbeat.mark
+    monkeypatch.setattr(heartbeat, "mark", lambda: (marked_by.append(threading.current_thread().name), real_mark()))
+    writes = []
+    real_write = os.write
+    monkeypatch.setattr(os, "write", lambda fd, data: (writes.append(threading.current_thread().name),
+                                                       real_write(fd, data))[1])
+    for _ in wrap(Loader(2)):
+        with phase("forward"):
+            pass
+    writer = api._writer()
+    assert marked_by == [] and writes == [] and len(writer.queue) == 5  # everything still queued (first drain: 1 s)
+    deadline = time.monotonic() + 10
+    while writer.queue and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not writer.queue and set(marked_by) == {"cdk-sagemaker-sampler-timeline"}
+    assert set(writes) == {"cdk-sagemaker-sampler-timeline"}
+    writer.close()
