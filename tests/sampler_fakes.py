@@ -63,6 +63,21 @@ int nvmlDeviceGetUtilizationRates(void *handle, nvmlUtilization_t *rates) {
 """
 
 
+def bundle_zip(target: Path) -> Path:
+    """The sampler bundle as the construct ships it (a zip Python imports from), written to ``target``."""
+    import zipfile
+
+    from cdk_sagemaker_debugger.runtime.sampler.bundle import write_bundle
+
+    folder = target.parent / (target.stem + "-files")
+    write_bundle(folder)
+    with zipfile.ZipFile(target, "w") as archive:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(folder).as_posix())
+    return target
+
+
 def write_smi_script(folder: Path, script: str) -> Path:
     """``script`` (a Python program with ``{python}`` for its interpreter) as an executable ``folder/nvidia-smi``."""
     folder.mkdir(parents=True, exist_ok=True)

@@ -20,16 +20,15 @@ import socket
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 
 import pytest
+from sampler_fakes import bundle_zip as make_bundle_zip
 
 from cdk_sagemaker_debugger.runtime.evaluator.engine import STATUS_ISSUES, STATUS_NO_ISSUES, RuleConfig
 from cdk_sagemaker_debugger.runtime.evaluator.reading import evaluate_store
 from cdk_sagemaker_debugger.runtime.evaluator.storage import LocalStore
 from cdk_sagemaker_debugger.runtime.sampler import contract
-from cdk_sagemaker_debugger.runtime.sampler.bundle import write_bundle
 from cdk_sagemaker_debugger.runtime.sampler.lock import holder_pid
 
 torch = pytest.importorskip("torch", reason="the torchrun scenarios need the 'torch' extra (make venv installs it)")
@@ -49,14 +48,7 @@ def lead_s() -> float:
 
 @pytest.fixture(scope="module")
 def bundle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("bundle")
-    write_bundle(folder)
-    target = folder.parent / "sampler-bundle.zip"
-    with zipfile.ZipFile(target, "w") as archive:
-        for path in sorted(folder.rglob("*")):
-            if path.is_file():
-                archive.write(path, path.relative_to(folder).as_posix())
-    return target
+    return make_bundle_zip(tmp_path_factory.mktemp("bundle") / "sampler-bundle.zip")
 
 
 def free_port() -> int:

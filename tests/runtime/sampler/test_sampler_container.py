@@ -12,13 +12,12 @@ import subprocess
 import sys
 import time
 import types
-import zipfile
 from pathlib import Path
 
 import pytest
+from sampler_fakes import bundle_zip as make_bundle_zip
 
 from cdk_sagemaker_debugger.constructs.sampler import Sampler
-from cdk_sagemaker_debugger.runtime.sampler.bundle import write_bundle
 from cdk_sagemaker_debugger.runtime.sampler.lock import holder_pid
 
 CHANNEL = "/opt/ml/input/data/cdk-sagemaker-sampler"
@@ -26,14 +25,7 @@ CHANNEL = "/opt/ml/input/data/cdk-sagemaker-sampler"
 
 @pytest.fixture(scope="module")
 def bundle_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("bundle")
-    write_bundle(folder)
-    target = folder.parent / "bundle-container.zip"
-    with zipfile.ZipFile(target, "w") as archive:
-        for path in sorted(folder.rglob("*")):
-            if path.is_file():
-                archive.write(path, path.relative_to(folder).as_posix())
-    return target
+    return make_bundle_zip(tmp_path_factory.mktemp("bundle") / "bundle-container.zip")
 
 
 def job_env(bundle_zip: Path, local: Path, python_path: str | None = None, **extra: str) -> dict:

@@ -23,21 +23,27 @@ def values(root: Path) -> dict:
     return found
 
 
+@pytest.fixture
+def health_nvml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The fake NVML library with health functions, and no nvidia-smi on PATH."""
+    library = compile_health_nvml(tmp_path / "nvml")
+    if library is None:
+        pytest.skip("no C compiler to build the fake NVML library")
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    return str(library)
+
+
 def run(tmp_path: Path, seconds: float, nvml: str) -> dict:
     settings = Settings(local_dir=str(tmp_path / "out"), interval_ms=100, nvml_library=nvml)
     return Daemon(settings).run(duration_s=seconds)
 
 
-def test_nvml_health_fields_and_one_xid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    library = compile_health_nvml(tmp_path / "nvml")
-    if library is None:
-        pytest.skip("no C compiler to build the fake NVML library")
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+def test_nvml_health_fields_and_one_xid(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, health_nvml: str):
     for key, value in {"FAKE_NVML_POWER_W": "95", "FAKE_NVML_LIMIT_W": "700", "FAKE_NVML_THROTTLE": "0x40",
                        "FAKE_NVML_THROTTLE_GPU": "1", "FAKE_NVML_XID": "79", "FAKE_NVML_XID_GPU": "1",
                        "FAKE_NVML_TEMP": "93", "FAKE_NVML_SM_CLOCK": "1410"}.items():
         monkeypatch.setenv(key, value)
-    status = run(tmp_path, 0.6, str(library))
+    status = run(tmp_path, 0.6, health_nvml)
     assert status["gpu_source"] == "nvml" and status["failures"] == {}
     found = values(tmp_path / "out")
     assert set(found[("gpu0", "GPUPowerDraw")]) == {95.0} and set(found[("gpu1", "GPUPowerLimit")]) == {700.0}
@@ -69,27 +75,20 @@ def test_smi_values_parse_as_documented():
 
 
 def test_an_nvml_error_on_one_gpu_is_counted_like_utilisation_and_the_other_gpu_keeps_its_fields(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    library = compile_health_nvml(tmp_path / "nvml")
-    if library is None:
-        pytest.skip("no C compiler to build the fake NVML library")
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, health_nvml: str):
     monkeypatch.setenv("FAKE_NVML_POWER_FAIL_GPU", "1")
-    status = run(tmp_path, 0.6, str(library))
+    status = run(tmp_path, 0.6, health_nvml)
     assert status["gpu_errors"] == {"gpu1": "NVML_ERROR_GPU_IS_LOST"} and status["failures"]["gpu1_nvml"] >= 1
     found = values(tmp_path / "out")
     assert ("gpu1", "GPUPowerDraw") not in found and set(found[("gpu0", "GPUPowerDraw")]) == {300.0}
     assert set(found[("gpu1", "GPUTemperature")]) == {60.0}  # only the failing field is lost
 
 
-def test_an_unsupported_health_field_is_named_in_the_status(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
-    library = compile_health_nvml(tmp_path / "nvml")
-    if library is None:
-        pytest.skip("no C compiler to build the fake NVML library")
-    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+def test_an_unsupported_health_field_is_named_in_the_status(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                            health_nvml: str):
     monkeypatch.setenv("FAKE_NVML_POWER_FAIL_GPU", "0")
     monkeypatch.setenv("FAKE_NVML_POWER_FAIL_CODE", "3")  # NOT_SUPPORTED: dropped for that GPU, not an error
-    status = run(tmp_path, 0.4, str(library))
+    status = run(tmp_path, 0.4, health_nvml)
     assert status["gpu_health_unsupported"] == {"gpu0": ["GPUPowerDraw"]} and "gpu_errors" not in status
 
 
