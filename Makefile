@@ -29,7 +29,7 @@ all: test
 $(VENV)/.stamp-deps: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev,tensors]'
+	$(PY) -m pip install --quiet -e '.[dev,tensors,torch]'
 	touch $@
 
 venv: $(VENV)/.stamp-deps

@@ -9,9 +9,12 @@ including the interpreter's start and any process it runs, such as nvidia-smi):
   * the sampler at 100 ms and at 500 ms on this machine (real /proc, no GPU here);
   * the sampler at 500 ms on a simulated host: a fake /proc with 96 cores and a fake nvidia-smi with 8 GPUs;
   * the sampler's memory with an upload client (boto3 and the standard-library one) against an unreachable endpoint.
-It also prints the in-process cost of one sample, and of one ``with sampler.step():`` on the training thread against
-an empty ``with`` of a do-nothing context manager in the same loop (the writer thread's CPU is shown apart). Targets at
-100 ms: at most 2 % of one core and at most 40 MB RSS.
+  * the sampler at 100 ms with 8 GPUs through a fake NVML library, with the health fields (power, clocks,
+    temperature, throttling, XID, ECC, remapped rows) and, in process, against utilisation alone;
+It also prints the in-process cost of one sample, of one ``with sampler.step():`` on the training thread against an
+empty ``with`` of a do-nothing context manager in the same loop (the writer thread's CPU is shown apart), and the
+per-step cost of ``sampler.phase()`` and ``sampler.wrap(loader)`` against an unwrapped loop in the same process (each
+only queues its event, like ``step()``). Targets at 100 ms: at most 2 % of one core and at most 40 MB RSS.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from sampler_fakes import write_fake_smi  # noqa: E402  (the same fake nvidia-smi the tests use)
+from health_fakes import compile_health_nvml  # noqa: E402  (the fake NVML of the health tests)
+from sampler_fakes import compile_fake_nvml, write_fake_smi  # noqa: E402  (the same fakes the tests use)
 
 from cdk_sagemaker_debugger.runtime.sampler.daemon import Daemon  # noqa: E402
 from cdk_sagemaker_debugger.runtime.sampler.settings import Settings  # noqa: E402
@@ -115,13 +119,13 @@ def fake_host(base: Path, cores: int, gpus: int) -> dict:
             "FAKE_GPUS": str(gpus), "FAKE_GPU_UTIL": "85", "FAKE_GPU_MEMORY": "40"}
 
 
-def per_sample_us(local_dir: Path, env: dict, samples: int = 300) -> float:
+def per_sample_us(local_dir: Path, env: dict, samples: int = 300, nvml: str = "libnvidia-ml-not-here.so") -> float:
     """In-process cost of one sample (read, format, write), best of three rounds."""
     saved = dict(os.environ)
     os.environ.update(env)
     try:
         settings = Settings(local_dir=str(local_dir), interval_ms=100, proc_root=env.get(
-            "CDK_SAGEMAKER_SAMPLER_PROC_ROOT", "/proc"), nvml_library="libnvidia-ml-not-here.so")
+            "CDK_SAGEMAKER_SAMPLER_PROC_ROOT", "/proc"), nvml_library=nvml)
         daemon = Daemon(settings, log=lambda message: None)
         daemon._start()
         try:
@@ -204,6 +208,66 @@ def sampler_runs(base: Path, seconds: float) -> dict:
     return results
 
 
+def gpu_health_runs(base: Path, seconds: float) -> dict:
+    """8 GPUs through NVML (fake libraries): the sampler with health fields, and the in-process cost with and
+    without them (the utilisation-only library has no health functions, so the health reader adds nothing)."""
+    health, plain = compile_health_nvml(base / "nvml-health"), compile_fake_nvml(base / "nvml-plain")
+    if health is None or plain is None:
+        return {}
+    gpus = {"FAKE_NVML_GPUS": "8"}
+    env = environment(CDK_SAGEMAKER_SAMPLER_NVML_LIBRARY=str(health), **gpus)
+    return {"run": measure("-m", SAMPLER, sampler_args(base / "out-health", 100), env, seconds, base),
+            "health_us": per_sample_us(base / "in-health", gpus, nvml=str(health)),
+            "plain_us": per_sample_us(base / "in-plain", gpus, nvml=str(plain))}
+
+
+def per_step_us(base: Path, steps: int = 20000) -> dict:
+    """In-process cost per step: ``step()`` alone, with two ``phase()`` blocks, and iterating ``wrap(loader)``."""
+    from cdk_sagemaker_debugger.runtime.sampler import api
+    from cdk_sagemaker_debugger.runtime.sampler.loader import wrap
+    from cdk_sagemaker_debugger.runtime.sampler.phases import phase
+
+    saved = dict(os.environ)
+    os.environ["CDK_SAGEMAKER_SAMPLER_LOCAL_DIR"] = str(base / "phase-steps")
+    api._state.update(settings=None, writer=None, checked=False, counters={})
+    loader = list(range(steps))
+
+    def bare() -> None:
+        for _ in loader:
+            pass
+
+    def stepped() -> None:
+        for _ in loader:
+            with api.step():
+                pass
+
+    def phased() -> None:
+        for _ in loader:
+            with api.step(), phase("forward"), phase("backward"):
+                pass
+
+    def wrapped() -> None:
+        for _ in wrap(loader):
+            with api.step():
+                pass
+
+    try:
+        timings = {}
+        for name, loop in (("bare", bare), ("step", stepped), ("phase", phased), ("wrap", wrapped)):
+            best = float("inf")
+            for _ in range(3):
+                started = time.perf_counter()
+                loop()
+                best = min(best, time.perf_counter() - started)
+                api.flush()  # what is queued is written between runs (a full queue would drop events)
+            timings[name] = 1e6 * best / steps
+        api.stop()
+        return timings
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def upload_client_runs(base: Path, seconds: float) -> dict:
     """With an upload client loaded (its uploads fail fast: nothing listens on the endpoint)."""
     results = {}
@@ -226,7 +290,9 @@ def main(argv: list[str] | None = None) -> int:
         uploads = upload_client_runs(base, args.seconds)
         small = per_sample_us(base / "in-process", {})
         large = per_sample_us(base / "in-process-fake", fake_host(base / "fake2", 96, 8))
+        health = gpu_health_runs(base, args.seconds)
         step_us, empty_us, step_cpu_us = step_cost(base / "steps")
+        steps = per_step_us(base)
     print(f"sampler overhead, {os.cpu_count()} cores here, {args.seconds:.0f} s runs, each a child process (with what "
           "it runs): CPU (user + system) as % of one core while sampling, and over the whole run with start and "
           "stop; peak RSS")
@@ -238,14 +304,25 @@ def main(argv: list[str] | None = None) -> int:
     print(row("sampler, 500 ms, 96 cores + 8 GPUs (simulated)", runs["fake 500"], runs["idle 500"]))
     print(row("sampler, 500 ms, boto3 upload client loaded", uploads["boto3"], runs["idle 500"]))
     print(row("sampler, 500 ms, stdlib upload client loaded", uploads["stdlib"], runs["idle 500"]))
+    if health:
+        print(row("sampler, 100 ms, 8 GPUs with health fields (NVML)", health["run"], runs["idle 100"]))
     print(f"one sample in-process: {small:.0f} us on this machine, {large:.0f} us with 96 cores + 8 GPUs (simulated)")
     print(f"step(): {step_us:.2f} us per call on the training thread against {empty_us:.2f} us for an empty with "
           f"({step_us / max(empty_us, 1e-9):.1f} x, +{step_us - empty_us:.2f} us); {step_cpu_us:.2f} us of process CPU "
           "per call with the writer thread")
-    cpu, rss = runs["sampler 100"].cpu_pct, runs["sampler 100"].rss_mb
-    verdict = "met" if cpu <= CPU_TARGET_PCT and rss <= RSS_TARGET_MB else "MISSED"
-    print(f"targets at 100 ms: CPU <= {CPU_TARGET_PCT:.0f} % of one core ({cpu:.2f} %), RSS <= {RSS_TARGET_MB:.0f} MB "
-          f"({rss:.1f} MB): {verdict}")
+    if health:
+        added = health["health_us"] - health["plain_us"]
+        print(f"8 GPUs through NVML, one sample: {health['plain_us']:.0f} us utilisation only, {health['health_us']:.0f} "
+              f"us with the health fields (+{added:.0f} us = {added / 1000:.2f} % of one core at 100 ms)")
+    print(f"per step in-process: bare loop {steps['bare']:.2f} us; step() {steps['step']:.1f} us; step() + 2 phase() "
+          f"{steps['phase']:.1f} us (+{(steps['phase'] - steps['step']) / 2:.1f} us per phase); wrap(loader) + step() "
+          f"{steps['wrap']:.1f} us (+{steps['wrap'] - steps['step']:.1f} us per batch)")
+    for name, usage in (("sampler, 100 ms", runs["sampler 100"]), ("8 GPUs + health, 100 ms", health.get("run"))):
+        if usage is None:
+            continue
+        met = usage.cpu_pct <= CPU_TARGET_PCT and usage.rss_mb <= RSS_TARGET_MB
+        print(f"targets for {name}: CPU <= {CPU_TARGET_PCT:.0f} % of one core ({usage.cpu_pct:.2f} %), RSS <= "
+              f"{RSS_TARGET_MB:.0f} MB ({usage.rss_mb:.1f} MB): {'met' if met else 'MISSED'}")
     return 0
 
 

@@ -30,7 +30,8 @@ while True:
     time.sleep(loop_ms / 1000.0)
 '''
 
-FAKE_NVML_C = r"""
+#: The devices of a fake NVML: FAKE_NVML_GPUS (2) GPUs whose handles are their index + 1.
+FAKE_NVML_DEVICES_C = r"""
 #include <stdlib.h>
 #include <stddef.h>
 typedef struct { unsigned int gpu; unsigned int memory; } nvmlUtilization_t;
@@ -43,6 +44,9 @@ int nvmlDeviceGetHandleByIndex_v2(unsigned int i, void **handle) {
     *handle = (void *)(size_t)(i + 1);
     return 0;
 }
+"""
+
+FAKE_NVML_C = FAKE_NVML_DEVICES_C + r"""
 /* gpu<i>: utilisation 30 + 10 i, memory utilisation 7 + i; FAKE_NVML_FAIL="<i>:<code>" makes gpu<i> fail */
 int nvmlDeviceGetUtilizationRates(void *handle, nvmlUtilization_t *rates) {
     size_t i = (size_t)handle - 1;
@@ -59,25 +63,50 @@ int nvmlDeviceGetUtilizationRates(void *handle, nvmlUtilization_t *rates) {
 """
 
 
-def write_fake_smi(folder: Path) -> Path:
-    """An executable ``nvidia-smi`` in ``folder`` (put ``folder`` first on PATH)."""
+def bundle_zip(target: Path) -> Path:
+    """The sampler bundle as the construct ships it (a zip Python imports from), written to ``target``."""
+    import zipfile
+
+    from cdk_sagemaker_debugger.runtime.sampler.bundle import write_bundle
+
+    folder = target.parent / (target.stem + "-files")
+    write_bundle(folder)
+    with zipfile.ZipFile(target, "w") as archive:
+        for path in sorted(folder.rglob("*")):
+            if path.is_file():
+                archive.write(path, path.relative_to(folder).as_posix())
+    return target
+
+
+def write_smi_script(folder: Path, script: str) -> Path:
+    """``script`` (a Python program with ``{python}`` for its interpreter) as an executable ``folder/nvidia-smi``."""
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / "nvidia-smi"
-    path.write_text(FAKE_SMI.replace("{python}", sys.executable))
+    path.write_text(script.replace("{python}", sys.executable))
     path.chmod(0o755)
     return path
 
 
-def compile_fake_nvml(folder: Path) -> Path | None:
-    """``libfake-nvml.so`` built with the machine's C compiler; None when there is none."""
+def compile_library(folder: Path, name: str, source_text: str) -> Path | None:
+    """``lib<name>.so`` from C ``source_text``, built with the machine's C compiler; None when there is none."""
     compiler = shutil.which("gcc") or shutil.which("cc")
     if compiler is None:
         return None
     folder.mkdir(parents=True, exist_ok=True)
-    source, library = folder / "fake_nvml.c", folder / "libfake-nvml.so"
-    source.write_text(FAKE_NVML_C)
+    source, library = folder / f"{name}.c", folder / f"lib{name}.so"
+    source.write_text(source_text)
     subprocess.run([compiler, "-shared", "-fPIC", "-o", str(library), str(source)], check=True, capture_output=True)
     return library
+
+
+def write_fake_smi(folder: Path) -> Path:
+    """An executable ``nvidia-smi`` in ``folder`` (put ``folder`` first on PATH)."""
+    return write_smi_script(folder, FAKE_SMI)
+
+
+def compile_fake_nvml(folder: Path) -> Path | None:
+    """``libfake-nvml.so`` built with the machine's C compiler; None when there is none."""
+    return compile_library(folder, "fake-nvml", FAKE_NVML_C)
 
 
 def clock_crossing_a_minute(seconds_before: float = 1.0):

@@ -267,7 +267,10 @@ def test_rules_as_json_for_tooling():
     code, out, _ = run("rules", "--format", "json")
     assert code == 0
     rules = {r["name"]: r for r in json.loads(out)["rules"]}
-    assert set(rules) == RULE_FILES | {"ProfilerReport"}
+    assert set(rules) == RULE_FILES | {"ProfilerReport", "TrainingHang", "Straggler", "GPUHealth", "DataWait"}
+    hang = {p["name"]: p["default"] for p in rules["TrainingHang"]["parameters"]}
+    assert hang == {"minutes": 10, "pause_factor": 2, "silent_minutes": 5, "low_power_percent": 40,
+                    "scan_interval_us": 60_000_000}
     low = {p["name"]: p["default"] for p in rules["LowGPUUtilization"]["parameters"]}
     assert low == {"threshold_p95": 70, "threshold_p5": 10, "window": 500, "patience": 1000,
                    "scan_interval_us": 60_000_000}
@@ -351,3 +354,13 @@ def test_a_report_that_cannot_be_written_exits_4(job: Path, tmp_path: Path):
     code, out, err = run("evaluate", str(job), "--out", str(tmp_path / "o"))
     assert code == 4 and out == ""
     assert "the rules were evaluated but the report could not be written to" in err and "Traceback" not in err
+
+
+def test_a_health_rule_on_the_command_line():
+    from cdk_sagemaker_debugger.cli import UsageError, parse_rule_option
+
+    config = parse_rule_option("TrainingHang:minutes=2.5")
+    assert (config.rule_to_invoke, config.parameters["minutes"], config.parameters["pause_factor"]) == (
+        "TrainingHang", 2.5, 2)
+    with pytest.raises(UsageError, match="minutes"):
+        parse_rule_option("TrainingHang:minutes=-1")

@@ -1,8 +1,9 @@
 """The product's main path, offline and end to end, with the synthesized configuration (no copy of it):
 
-sampler (this machine, fake GPUs) -> S3 (moto's server, real HTTP) -> the evaluator's Lambda handler -> a verdict event
-on the stack's verdict bus -> the RuleAlarm rule's synthesized pattern -> RuleAlarm's handler -> exactly one
-notification on the alarm's topic.
+sampler (this machine, fake GPUs, steps that stop: a hang) -> S3 (moto's server, real HTTP) -> the evaluator's Lambda
+handler -> a verdict event on the stack's verdict bus -> the RuleAlarm rule's synthesized pattern -> RuleAlarm's
+handler -> exactly one notification per rule that found issues on the alarm's topic: LowGPUUtilization and
+TrainingHang.
 
 Every name, environment variable, event pattern, table key and request member comes from the synthesized template,
 resolved to the values a deployment in account 123456789012 would have (tests/template_values.py). SageMaker is the one
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import json
 import os
+import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -35,11 +38,13 @@ from cdk_sagemaker_debugger.runtime.rule_alarm.alarm import RuleAlarmProcessor
 from cdk_sagemaker_debugger.runtime.rule_alarm.settings import Settings as AlarmSettings
 from cdk_sagemaker_debugger.runtime.sampler.daemon import Daemon
 from cdk_sagemaker_debugger.runtime.sampler.settings import from_environment as sampler_settings
+from cdk_sagemaker_debugger.runtime.sampler.timeline import TimelineWriter
 
 REGION = "us-east-1"
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 JOB = "e2e-resnet-0a1b2c3d4e5f60718293"  # what the state machine names a run: <prefix>-<20 hex>
 SAMPLING_SECONDS = 3.0
+STEPPING_SECONDS = 0.8  # then the steps stop while the sampler goes on: TrainingHang (minutes=0.02, 1.2 s) fires
 EVALUATOR_HANDLER = "evaluator.lambda_handler.handler"
 ALARM_HANDLER = "rule_alarm.handler.handler"
 # moto 5.2.5 delivers an event to a queue without its "account" (its default input template leaves it out), which
@@ -60,7 +65,8 @@ def deployed() -> TemplateResolver:
     """The quick start with a rule a three-second run can judge (patience and window in samples, not minutes)."""
     stack = cdk.Stack(cdk.App(), "EndToEnd", env=cdk.Environment(region=REGION))
     rule_set = ProfilerRuleSet(stack, "Rules", rules=[
-        rules.LowGPUUtilization(threshold_p95=80, threshold_p5=10, window=10, patience=5)])
+        rules.LowGPUUtilization(threshold_p95=80, threshold_p5=10, window=10, patience=5),
+        rules.TrainingHang(minutes=0.02)])
     job = ProfiledTrainingJob(stack, "Job", job_name_prefix="e2e-resnet", training_image=IMAGE,
                               instance_type="ml.g5.2xlarge", rule_set=rule_set, sampler=Sampler(interval_millis=100))
     RuleAlarm(stack, "Alarm", training_jobs=job.training_jobs, actions=[Email("ml-team@example.com")])
@@ -183,11 +189,27 @@ def sample_like_the_container(request: dict[str, Any], endpoint: str, folder: Pa
     os.environ.update(PATH=f"{folder / 'bin'}{os.pathsep}{os.environ['PATH']}", FAKE_GPUS="2", FAKE_GPU_UTIL="5")
     try:
         settings = sampler_settings(env, local_dir=str(folder / "local"), nvml_library=str(folder / "no-nvml.so"))
-        status = Daemon(settings, clock=clock_crossing_a_minute(1.5)).run(SAMPLING_SECONDS)
+        clock = clock_crossing_a_minute(1.5)
+        steps = threading.Thread(target=steps_then_hang, args=(settings.local_dir, clock))
+        steps.start()
+        status = Daemon(settings, clock=clock).run(SAMPLING_SECONDS)
+        steps.join()
     finally:
         for key, value in saved.items():
             os.environ.pop(key, None) if value is None else os.environ.__setitem__(key, value)
     assert status.get("gpu_source") == "nvidia-smi", status
+
+
+def steps_then_hang(local_dir: str, clock) -> None:
+    """Rank 0's step events for STEPPING_SECONDS, then none (its timeline is written out, as on an idle process)."""
+    writer = TimelineWriter(local_dir, "0-algo-1", log=print, clock=clock)
+    end, step = time.monotonic() + STEPPING_SECONDS, 0
+    while time.monotonic() < end:
+        started = clock()
+        time.sleep(0.05)
+        writer.add("Step:ModeKeys.TRAIN", "Step:ModeKeys.TRAIN", started, clock(), {"pid": 1, "step_num": str(step)})
+        step += 1
+    writer.close()
 
 
 @pytest.fixture(scope="module")
@@ -237,20 +259,25 @@ def test_the_sampler_files_are_where_the_evaluator_reads_them(main_path):
             .get("Contents", [])]
     assert any("/profiler-output/system/incremental/" in k and k.endswith(".algo-1.json") for k in keys), keys
     [outcome] = main_path["evaluated"]["jobs"]
-    assert outcome["result"] == "final" and outcome["statuses"] == {"LowGPUUtilization": "IssuesFound"}
+    assert outcome["result"] == "final"
+    assert outcome["statuses"] == {"LowGPUUtilization": "IssuesFound", "TrainingHang": "IssuesFound"}
 
 
 def test_one_verdict_event_reaches_the_alarm_through_its_synthesized_pattern(main_path):
     [event] = main_path["verdicts"]
     assert event["source"] == "cdk-sagemaker-debugger" and event["account"] == ACCOUNT
-    [status] = event["detail"]["ProfilerRuleEvaluationStatuses"]
-    assert (status["RuleConfigurationName"], status["RuleEvaluationStatus"]) == ("LowGPUUtilization", "IssuesFound")
+    statuses = {s["RuleConfigurationName"]: s["RuleEvaluationStatus"]
+                for s in event["detail"]["ProfilerRuleEvaluationStatuses"]}
+    assert statuses == {"LowGPUUtilization": "IssuesFound", "TrainingHang": "IssuesFound"}
 
 
 def test_exactly_one_notification_and_none_on_redelivery(main_path):
     sqs, inbox = main_path["sqs"], main_path["aws"]["inbox"]
-    [message] = drain(sqs, inbox)
-    assert JOB in message and "LowGPUUtilization" in message and "IssuesFound" in message
+    messages = drain(sqs, inbox)
+    assert len(messages) == 2 and all(JOB in m and "IssuesFound" in m for m in messages)
+    [hang] = [m for m in messages if "TrainingHang" in m]  # one notification for the hang
+    [low_gpu] = [m for m in messages if "LowGPUUtilization" in m]
+    assert "rule-output/TrainingHang/" in hang and hang != low_gpu
     for event in main_path["verdicts"]:  # EventBridge delivers at least once: a repeat changes nothing
         main_path["alarm"].handle(event)
     assert drain(sqs, inbox) == []

@@ -12,6 +12,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
+from cdk_sagemaker_debugger.model.health_rules import HEALTH_RULE_SPECS  # noqa: E402
 from cdk_sagemaker_debugger.model.metric_rules import METRIC_RULE_SPECS  # noqa: E402
 from cdk_sagemaker_debugger.model.profiler_catalog import PROFILER_RULE_SPECS  # noqa: E402
 
@@ -21,6 +22,7 @@ HEADER = '''"""Type stubs for the profiler rule classes generated from the catal
 
 from typing import Any
 
+from .model.health_rules import HealthRule as HealthRule
 from .model.metric_rules import MetricRule as MetricRule
 from .model.profiler_rules import BuiltinProfilerRule as BuiltinProfilerRule
 from .model.profiler_rules import CustomProfilerRule as CustomProfilerRule
@@ -33,10 +35,11 @@ def from_name(rule_name: str, **parameters: Any) -> ProfilerRule: ...
 
 def render() -> str:
     parts = [HEADER]
-    for spec in PROFILER_RULE_SPECS.values():
+    builtin = [(spec, "BuiltinProfilerRule") for spec in PROFILER_RULE_SPECS.values()]
+    for spec, base in builtin + [(spec, "HealthRule") for spec in HEALTH_RULE_SPECS.values()]:
         params = "".join(f"        {p.name}: {p.python_type} = {p.default!r},\n" for p in spec.parameters)
         parts.append(
-            f"\nclass {spec.name}(BuiltinProfilerRule):\n"
+            f"\nclass {spec.name}({base}):\n"
             f'    """{spec.summary}"""\n\n'
             "    def __init__(\n"
             "        self,\n"

@@ -43,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "ProfiledTrainingJob": "cdk_sagemaker_debugger.constructs.training_job",
     "InputChannel": "cdk_sagemaker_debugger.constructs.training_job",
     "Sampler": "cdk_sagemaker_debugger.constructs.sampler",
+    "HangAction": "cdk_sagemaker_debugger.constructs.sampler",
     "RuleAlarm": "cdk_sagemaker_debugger.constructs.rule_alarm",
     "RuleEvaluator": "cdk_sagemaker_debugger.constructs.rule_evaluator",
     "MetricsSource": "cdk_sagemaker_debugger.constructs.rule_evaluator",
@@ -85,7 +86,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .constructs.rule_alarm import RuleAlarm  # noqa: F401
     from .constructs.rule_evaluator import MetricsSource, RuleEvaluator  # noqa: F401
     from .constructs.rule_set import ProfilerRuleSet  # noqa: F401
-    from .constructs.sampler import Sampler  # noqa: F401
+    from .constructs.sampler import HangAction, Sampler  # noqa: F401
     from .constructs.training_code import TrainingCode  # noqa: F401
     from .constructs.training_job import InputChannel, ProfiledTrainingJob  # noqa: F401
     from .model.actions import SMS, ActionList, Email, StopTraining  # noqa: F401

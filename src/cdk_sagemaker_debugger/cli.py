@@ -26,6 +26,7 @@ from .cli_aws import AwsClients, AwsSetupError, access_hint, evaluate_cloudwatch
 from .cli_progress import Progress, on_a_terminal
 from .cli_tensors import TENSOR_RULES, evaluate_tensors, split_configs, tensor_config
 from .model.errors import ConfigurationError, did_you_mean
+from .model.health_rules import HEALTH_RULE_CLASSES, HEALTH_RULE_SPECS
 from .model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_REPORT, PROFILER_RULE_SPECS
 from .rules import RULE_CLASSES, from_name
 from .runtime.evaluator import cloudwatch
@@ -75,8 +76,8 @@ def parse_rule_option(option: str) -> RuleConfig:
     """``LowGPUUtilization:patience=100,window=60`` -> a validated RuleConfig (validated by the model layer)."""
     name, _, spec = option.partition(":")
     name = name.strip()
-    if name not in RULE_CLASSES and name not in TENSOR_RULES:
-        known = [*RULE_CLASSES, *TENSOR_RULES]
+    known = [*RULE_CLASSES, *HEALTH_RULE_CLASSES, *TENSOR_RULES]
+    if name not in known:
         raise UsageError(f"--rule {option!r}: unknown rule {name!r}.{did_you_mean(name, known)} "
                          f"Run 'cdk-sagemaker-debugger rules' for the catalog.")
     params: dict[str, Any] = {}
@@ -94,7 +95,7 @@ def parse_rule_option(option: str) -> RuleConfig:
         except RuleConfigError as exc:
             raise UsageError(f"--rule {option!r}: {exc}") from exc
     try:
-        rule = from_name(name, **params)
+        rule = HEALTH_RULE_CLASSES[name](**params) if name in HEALTH_RULE_CLASSES else from_name(name, **params)
     except ConfigurationError as exc:
         raise UsageError(f"--rule {option!r}: {exc}") from exc
     except TypeError as exc:
@@ -308,7 +309,7 @@ def rules_catalog() -> dict[str, Any]:
 
     rules: list[dict[str, Any]] = [
         {"name": name, "summary": spec.summary, "parameters": [_parameter(p) for p in listed_parameters(spec)]}
-        for name, spec in PROFILER_RULE_SPECS.items()
+        for name, spec in {**PROFILER_RULE_SPECS, **HEALTH_RULE_SPECS}.items()
     ]
     rules.append({"name": PROFILER_REPORT, "summary": "Runs every rule above with its defaults and writes the HTML "
                   "report; override a rule's parameter with <RuleName>_<parameter>=<value>.", "parameters": [],

@@ -7,8 +7,13 @@ SageMaker Debugger: ``rules.LossNotDecreasing(metric="train:loss")``,
 ``rules.Overfit(train_metric="train:loss", validation_metric="val:loss")``,
 ``rules.StalledTraining(metric="train:loss", threshold_minutes=30)``,
 ``rules.Overtraining(train_metric="train:loss", validation_metric="val:loss")``.
+
+Rules for the failures that cost most at scale (``model/health_rules.py``), on the sampler's per-rank phases and GPU
+health fields, RuleEvaluator only: ``rules.TrainingHang(minutes=10)``, ``rules.Straggler()``, ``rules.GPUHealth()``,
+``rules.DataWait(threshold=25)``.
 """
 
+from .model.health_rules import HEALTH_RULE_CLASSES, HealthRule
 from .model.metric_rules import METRIC_RULE_CLASSES, MetricRule
 from .model.profiler_rules import (
     RULE_CLASSES,
@@ -21,6 +26,7 @@ from .model.profiler_rules import (
 
 globals().update(RULE_CLASSES)
 globals().update(METRIC_RULE_CLASSES)
+globals().update(HEALTH_RULE_CLASSES)
 
-__all__ = ["ProfilerRule", "BuiltinProfilerRule", "CustomProfilerRule", "ProfilerReport", "MetricRule", "from_name",
-           *RULE_CLASSES, *METRIC_RULE_CLASSES]
+__all__ = ["ProfilerRule", "BuiltinProfilerRule", "CustomProfilerRule", "ProfilerReport", "MetricRule", "HealthRule",
+           "from_name", *RULE_CLASSES, *METRIC_RULE_CLASSES, *HEALTH_RULE_CLASSES]

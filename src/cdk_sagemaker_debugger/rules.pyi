@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from .model.health_rules import HealthRule as HealthRule
 from .model.metric_rules import MetricRule as MetricRule
 from .model.profiler_rules import BuiltinProfilerRule as BuiltinProfilerRule
 from .model.profiler_rules import CustomProfilerRule as CustomProfilerRule
@@ -167,6 +168,68 @@ class StepOutlier(BuiltinProfilerRule):
         stddev: float = 3,
         mode: str | None = None,
         n_outliers: int = 10,
+        scan_interval_us: int = 60000000,
+    ) -> None: ...
+
+class TrainingHang(HealthRule):
+    """Flags a rank without step or phase progress for `minutes` while the job's nodes still write samples (a hang), names the ranks that stopped first and the GPU signature; also flags nodes that stop writing samples."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        minutes: float = 10,
+        pause_factor: float = 2,
+        silent_minutes: float = 5,
+        low_power_percent: float = 40,
+        scan_interval_us: int = 60000000,
+    ) -> None: ...
+
+class Straggler(HealthRule):
+    """Flags a rank whose data wait + forward pass takes `threshold` times the fastest rank's, or a GPU whose SM clock is `clock_drop` below the fastest; names the node, rank and GPU."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        threshold: float = 1.5,
+        min_delay_ms: float = 5,
+        min_events: int = 5,
+        clock_drop: float = 0.15,
+        patience: int = 1,
+        scan_interval_us: int = 60000000,
+    ) -> None: ...
+
+class GPUHealth(HealthRule):
+    """Flags GPUs that throttle (thermal, hardware slowdown, power brake), report XID errors, uncorrectable ECC errors or remapped rows, or run too hot; names the node and GPU."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        throttle_percent: float = 10,
+        max_temperature: float = 90,
+        ignore_xids: object = '',
+        scan_interval_us: int = 60000000,
+    ) -> None: ...
+
+class DataWait(HealthRule):
+    """Flags a rank that spends more than `threshold` % of its time blocked waiting for the next batch."""
+
+    def __init__(
+        self,
+        *,
+        name: str | None = None,
+        local_path: str | None = None,
+        s3_output_path: str | None = None,
+        threshold: float = 25,
+        min_batches: int = 10,
         scan_interval_us: int = 60000000,
     ) -> None: ...
 

@@ -7,8 +7,10 @@ imports aws_cdk or jsii.
 
 from .runtime.sampler.api import flush, start, step, stop
 from .runtime.sampler.callbacks import huggingface_callback, lightning_callback
+from .runtime.sampler.loader import wrap
+from .runtime.sampler.phases import phase
 
-__all__ = ["flush", "huggingface_callback", "lightning_callback", "start", "step", "stop"]
+__all__ = ["flush", "huggingface_callback", "lightning_callback", "phase", "start", "step", "stop", "wrap"]
 
 if __name__ == "__main__":  # ``python -m cdk_sagemaker_debugger.sampler``, as inside the bundle
     import sys

@@ -19,6 +19,7 @@ from constructs import Construct
 
 from ..model.contract import DEFAULT_NAMESPACE, GPU_WATCH_DIMENSION, LOWEST_GPU_UTILIZATION_METRIC, GpuWatchEnvironment
 from ..model.errors import ConfigurationError, ConfigurationTypeError
+from ..model.health_rules import HEALTH_RULE_SPECS
 from ..model.host_devices import resolve_gpus_per_host
 from ..model.parameters import is_token
 from ..model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_REPORT, PROFILER_RULE_SPECS
@@ -28,6 +29,7 @@ from ._cdk.checks import check_reserved_concurrency
 from ._cdk.images import concrete_region
 from ._cdk.lambda_function import RuntimeFunction, runtime_function
 from ._cdk.nag import acknowledge_wildcards
+from ._health_widgets import health_rule_rows
 from ._removed_props import names_removed_props
 from .family import JobOrigin, TrainingJobs, check_training_jobs
 from .rule_alarm import RuleAlarm
@@ -55,7 +57,8 @@ CHART_THRESHOLDS: Mapping[str, tuple[tuple[str, str], ...]] = {
 def rule_thresholds(configurations: Iterable[Mapping[str, Any]], rule: str, parameter: str) -> dict[float, list[str]]:
     """``{value: [rule configuration names]}`` of ``rule``'s ``parameter`` in a rule set, standalone or inside
     ProfilerReport (its ``<rule>_<parameter>`` override, else the default). Tokens and custom rules are skipped."""
-    default = next(p.default for p in PROFILER_RULE_SPECS[rule].parameters if p.name == parameter)
+    spec = PROFILER_RULE_SPECS.get(rule) or HEALTH_RULE_SPECS[rule]
+    default = next(p.default for p in spec.parameters if p.name == parameter)
     found: dict[float, list[str]] = {}
     for config in configurations:
         parameters = config.get("parameters", {})
@@ -343,6 +346,8 @@ class TrainingDashboard(Construct):
         if verdicts or executions:
             width = 24 // (verdicts + executions)
             rows.append([*([self._verdicts(width)] if verdicts else []), *([self._executions(width)] if executions else [])])
+        rows += health_rule_rows(self._rule_configurations(), self._namespace, self.job_name_prefix,
+                                 rule_thresholds, _TRAINING_PERIOD)
         components = self._components()
         if components:
             rows.append([self._health(title, part, 24 // len(components)) for title, part in components])

@@ -24,6 +24,7 @@ from ..model.contract import RULE_ISSUES_FOUND_METRIC as METRIC_NAME
 from ..model.contract import STATUS_CHANGE_DETAIL_TYPE as STATUS_CHANGE
 from ..model.errors import ConfigurationError, ConfigurationTypeError
 from ..model.evaluator_tensor_rules import is_evaluator_tensor_rule
+from ..model.health_rules import is_health_rule
 from ..model.metric_rules import is_metric_rule
 from ..model.parameters import is_token
 from ..model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
@@ -70,7 +71,8 @@ def _configs(rules: Sequence[ProfilerRule], where: str) -> list[dict[str, Any]]:
         if not isinstance(rule, ProfilerRule):
             raise ConfigurationTypeError(f"expected profiler rules, got {type(rule).__name__}.", where=where,
                                          field="rules", value=rule)
-        builtin = rule.rule_to_invoke == PROFILER_REPORT or rule.rule_to_invoke in PROFILER_RULE_SPECS
+        builtin = rule.rule_to_invoke == PROFILER_REPORT or rule.rule_to_invoke in PROFILER_RULE_SPECS \
+            or is_health_rule(rule)
         if not builtin and not is_metric_rule(rule) and not is_evaluator_tensor_rule(rule):  # model/metric_rules.py,
             # model/evaluator_tensor_rules.py
             raise ConfigurationError(

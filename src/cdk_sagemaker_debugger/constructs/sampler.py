@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import enum
 import functools
+import math
 import tempfile
 import weakref
 from collections.abc import Sequence
@@ -18,12 +20,23 @@ from ..model.errors import ConfigurationError, ConfigurationTypeError
 from ..runtime.sampler import contract
 from ..runtime.sampler.bundle import write_bundle
 
-__all__ = ["Sampler", "SAMPLER_CHANNEL", "DEFAULT_SAMPLER"]
+__all__ = ["Sampler", "SAMPLER_CHANNEL", "DEFAULT_SAMPLER", "HangAction"]
 
 #: The input channel that carries the sampler bundle (a zip that Python imports from, through PYTHONPATH).
 SAMPLER_CHANNEL = "cdk-sagemaker-sampler"
 _CHANNEL_DIR = f"/opt/ml/input/data/{SAMPLER_CHANNEL}"
 _ASSETS: weakref.WeakKeyDictionary[cdk.Stack, s3_assets.Asset] = weakref.WeakKeyDictionary()
+
+
+class HangAction(enum.Enum):
+    """What the sampler does when no training step or phase progresses on its host for ``hang_minutes``."""
+
+    #: Write one line to the job's log and the sampler's status (the RuleEvaluator's TrainingHang still judges).
+    LOG = "log"
+    #: Also end the training's process group with a non-zero status, so that the job fails and SageMaker's retry
+    #: strategy (``retry_strategy=``) or your restart from the last checkpoint applies, instead of the job billing
+    #: until the NCCL watchdog or MaxRuntime.
+    EXIT = "exit"
 
 
 @dataclass(frozen=True)
@@ -36,10 +49,20 @@ class Sampler:
     :param framework_events: write the step events of ``sampler.step()`` and the PyTorch Lightning / Hugging Face
         callbacks as python-timeline traces (StepOutlier, MaxInitializationTime, OverallFrameworkMetrics read them).
         Default: True.
+    :param on_hang: what the sampler does when no step or phase (``sampler.step()``, ``sampler.phase()``,
+        ``sampler.wrap(loader)``, the callbacks) progresses on its host for ``hang_minutes``: ``HangAction.LOG`` writes
+        a line to the job's log; ``HangAction.EXIT`` also ends the training with a non-zero status (see
+        docs/health-rules.md for retries and checkpoints). Nothing is judged before the first step. Default:
+        ``HangAction.LOG``.
+    :param hang_minutes: minutes without progress before ``on_hang`` applies; the sampler waits at least twice the
+        longest pause it has seen between steps (a checkpoint save), so set it above your first checkpoint's save
+        time. Default: 10.
     """
 
     interval_millis: int = contract.DEFAULT_INTERVAL_MS
     framework_events: bool = True
+    on_hang: HangAction = HangAction.LOG
+    hang_minutes: float = contract.DEFAULT_HANG_MINUTES
 
     def __post_init__(self) -> None:
         if isinstance(self.interval_millis, bool) or not isinstance(self.interval_millis, int):
@@ -51,6 +74,16 @@ class Sampler:
                 f"must be one of {', '.join(map(str, contract.INTERVALS_MS))} (the intervals the profiler rules are "
                 f"defined for), got {self.interval_millis}.", where="Sampler", field="interval_millis",
                 value=self.interval_millis)
+        if not isinstance(self.on_hang, HangAction):
+            raise ConfigurationTypeError(
+                f"expected HangAction.LOG or HangAction.EXIT, got {self.on_hang!r}.", where="Sampler", field="on_hang",
+                value=self.on_hang)
+        minutes = self.hang_minutes
+        if isinstance(minutes, bool) or not isinstance(minutes, (int, float)) or not math.isfinite(minutes) \
+                or not 0 < minutes <= 10080:
+            raise ConfigurationError(
+                f"must be minutes above 0 and at most 10080 (a week), for example 10; got {minutes!r}.",
+                where="Sampler", field="hang_minutes", value=minutes)
 
     def bundle(self, scope: Construct) -> s3_assets.Asset:
         """The sampler bundle as an S3 asset: one per stack, shared by its jobs."""
@@ -75,8 +108,11 @@ class Sampler:
         bundle's sitecustomize runs the next sitecustomize on the path, so a user's own still runs)."""
         bundle_path = f"{_CHANNEL_DIR}/{asset.asset_hash}.zip"
         user_path = user_environment.get("PYTHONPATH")
+        hang = {} if self.on_hang is HangAction.LOG and self.hang_minutes == contract.DEFAULT_HANG_MINUTES else \
+            contract.hang_environment(self.on_hang.value, self.hang_minutes)
         return {
             **contract.environment(profiler_s3_uri, self.interval_millis, self.framework_events),
+            **hang,
             "PYTHONPATH": f"{bundle_path}:{user_path}" if user_path else bundle_path,
         }
 

@@ -40,6 +40,10 @@ TRAINING_JOB_STATE_CHANGE = "SageMaker Training Job State Change"
 DEFAULT_NAMESPACE = "CdkSageMakerDebugger"
 #: 1 when a rule found issues in the latest evaluation, 0 when it found none (dimensions Rule, TrainingJobName).
 RULE_ISSUES_FOUND_METRIC = "RuleIssuesFound"
+#: What a health rule measured in the latest evaluation, in the unit of its threshold (TrainingHang: minutes without
+#: progress; Straggler: the slowest rank's ratio to the fastest; GPUHealth: percent of samples throttled; DataWait:
+#: percent of time waiting for data); dimensions Rule, TrainingJobName. The dashboard draws it with the threshold.
+RULE_GAUGE_METRIC = "RuleGauge"
 #: The GPU watch's percent per GPU, the minimum over the family's hosts in status Training (no datapoint when none is
 #: training).
 LOWEST_GPU_UTILIZATION_METRIC = "LowestGPUUtilization"

@@ -141,12 +141,18 @@ def test_the_lightning_callback_records_train_and_eval_batches(tmp_path: Path, m
     assert isinstance(callback, lightning.pytorch.Callback)
     for batch in range(2):
         callback.on_train_batch_start(None, None, None, batch)
+        callback.on_before_backward(None, None, None)
+        callback.on_after_backward(None, None)
         callback.on_train_batch_end(None, None, None, None, batch)
     callback.on_validation_batch_start(None, None, None, 0, 0)
     callback.on_validation_batch_end(None, None, None, None, 0, 0)
     api.flush()
-    assert [(e["name"], e["args"]["step_num"]) for e in steps_in(tmp_path)] == [
+    events = steps_in(tmp_path)
+    assert [(e["name"], e["args"]["step_num"]) for e in events if e["name"].startswith("Step:")] == [
         ("Step:ModeKeys.TRAIN", "0"), ("Step:ModeKeys.TRAIN", "1"), ("Step:ModeKeys.EVAL", "0")]
+    # the phases Lightning's hooks bound: the data wait between the two batches, forward and backward of each
+    assert [e["name"] for e in events if not e["name"].startswith("Step:")] == [
+        "forward", "backward", "data", "forward", "backward"]
 
 
 def test_the_hugging_face_callback_numbers_steps_by_global_step(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -163,7 +169,9 @@ def test_the_hugging_face_callback_numbers_steps_by_global_step(tmp_path: Path, 
         state.global_step += 1
         callback.on_step_end(None, state, None)
     api.flush()
-    assert [e["args"]["step_num"] for e in steps_in(tmp_path)] == ["1", "2"]
+    events = steps_in(tmp_path)
+    assert [e["args"]["step_num"] for e in events if e["name"].startswith("Step:")] == ["1", "2"]
+    assert [e["name"] for e in events if not e["name"].startswith("Step:")] == ["data"]  # between the two steps
 
 
 def test_a_missing_framework_is_a_clear_import_error(monkeypatch: pytest.MonkeyPatch):
@@ -180,7 +188,7 @@ def test_the_public_shim_exports_the_api_without_aws_cdk():
             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('aws_cdk', 'jsii', 'constructs')))")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.splitlines() == [
-        "['flush', 'huggingface_callback', 'lightning_callback', 'start', 'step', 'stop']", "[]"]
+        "['flush', 'huggingface_callback', 'lightning_callback', 'phase', 'start', 'step', 'stop', 'wrap']", "[]"]
 
 
 def test_a_forked_child_that_exits_normally_writes_its_own_steps_and_never_hangs(tmp_path: Path):

@@ -12,13 +12,12 @@ import subprocess
 import sys
 import time
 import types
-import zipfile
 from pathlib import Path
 
 import pytest
+from sampler_fakes import bundle_zip as make_bundle_zip
 
 from cdk_sagemaker_debugger.constructs.sampler import Sampler
-from cdk_sagemaker_debugger.runtime.sampler.bundle import write_bundle
 from cdk_sagemaker_debugger.runtime.sampler.lock import holder_pid
 
 CHANNEL = "/opt/ml/input/data/cdk-sagemaker-sampler"
@@ -26,14 +25,7 @@ CHANNEL = "/opt/ml/input/data/cdk-sagemaker-sampler"
 
 @pytest.fixture(scope="module")
 def bundle_zip(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    folder = tmp_path_factory.mktemp("bundle")
-    write_bundle(folder)
-    target = folder.parent / "bundle-container.zip"
-    with zipfile.ZipFile(target, "w") as archive:
-        for path in sorted(folder.rglob("*")):
-            if path.is_file():
-                archive.write(path, path.relative_to(folder).as_posix())
-    return target
+    return make_bundle_zip(tmp_path_factory.mktemp("bundle") / "bundle-container.zip")
 
 
 def job_env(bundle_zip: Path, local: Path, python_path: str | None = None, **extra: str) -> dict:
@@ -64,11 +56,16 @@ def status_of(local: Path) -> dict:
     return json.loads((local / "sampler" / "status-algo-1.json").read_text())
 
 
-def step_events(local: Path) -> list:
+def timeline_events(local: Path) -> list:
     events = []
     for path in sorted(local.glob("framework/pevents/*/*.json")):
         events += [e for e in json.loads(path.read_text()) if e.get("ph") == "X"]
     return events
+
+
+def step_events(local: Path) -> list:
+    """The step events (a process that exits normally also writes its Process:exit event)."""
+    return [e for e in timeline_events(local) if e["name"].startswith("Step:")]
 
 
 def run(command: list, env: dict, cwd: Path, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -110,6 +107,7 @@ def test_a_launcher_that_reaps_every_child_finishes_and_the_sampler_ends_with_ma
     assert status["stopped_because"].startswith("the training ended: no process of the training")
     assert (local / "system/training_job_end.ts").exists() and (local / "framework/training_job_end.ts").exists()
     assert len(step_events(local)) == 3
+    assert [e["name"] for e in timeline_events(local)].count("exit") == 1  # the training's normal exit, marked
 
 
 def test_a_subreaper_launcher_that_waits_for_the_sampler_alone_is_released(bundle_zip, tmp_path):

@@ -34,6 +34,7 @@ from ...model.debugger_rules import Rule
 from ...model.distribution import Distribution
 from ...model.errors import ConfigurationError, ConfigurationTypeError
 from ...model.frameworks import FrameworkInfo, parse_training_image
+from ...model.health_rules import is_health_rule
 from ...model.images import partition_of
 from ...model.job_family import check_job_tags, job_name_pattern
 from ...model.metric_rules import MetricRule
@@ -403,9 +404,12 @@ class ProfiledTrainingJob(Construct):
         return None if sampler is None else self._engine.sampler(sampler)
 
     def _check_metric_rule(self, rule: ProfilerRule) -> None:
-        """A metric rule runs in the RuleEvaluator only, on metrics this job's MetricDefinitions produce."""
+        """A metric rule runs in the RuleEvaluator only, on metrics this job's MetricDefinitions produce; a health
+        rule (model/health_rules.py) in the RuleEvaluator only."""
         if isinstance(rule, MetricRule):
             self._engine.check_metric_rule(rule)
+        elif is_health_rule(rule):
+            self._engine.check_health_rule(rule)
 
     def _create_output_bucket(self, output_bucket: s3.IBucket | None, output_kms_key: kms.IKey | None) -> s3.IBucket:
         """The given bucket, or a locked-down one the runs write to."""

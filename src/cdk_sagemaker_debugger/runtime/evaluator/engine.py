@@ -14,6 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .codec import decode, encode
+from .progress import Progress
 from .readers import (
     FrameworkFile,
     ParseStats,
@@ -46,6 +47,8 @@ MAX_EMPTY_RUN_US = 600_000_000
 MAX_RECORD_DRIFT_US = 300_000_000
 # No instance has more than 16 GPUs; LoadBalancing compares every pair of a node's GPUs.
 MAX_GPUS_PER_NODE = 64
+# A node whose newest system record is this far behind the newest of another node is reported as silent.
+SILENT_NODE_S = 300.0
 FRAMEWORK_LOOKAHEAD_US = 180_000_000  # the reference reader looks 3 minutes past a window for framework files
 # While a job runs, a window closes only once system files 3 minutes past its end have been read: the managed rules
 # read +-3 minutes of files around each window, so records filed up to 3 minutes after their own minute count.
@@ -143,6 +146,16 @@ class RuleRun:
                 return
             if fired and self.first_trigger is None and rule.gap(facts) is None:
                 self.first_trigger = index
+
+    def observe(self, progress: Progress) -> None:
+        """Hand the progress of every rank and node to the rules that judge it (TrainingHang) before a verdict."""
+        for rule in self.rules:
+            observe = getattr(rule, "observe", None)
+            if observe is not None and not self.failed:
+                try:
+                    observe(progress)
+                except Exception as exc:  # a rule bug must not take the other rules down
+                    self.failed = f"{type(exc).__name__}: {rule.name} failed: {exc}"
 
     def result(self, facts: Facts, windows: int, final: bool) -> RuleResult:
         subs = []
@@ -283,6 +296,7 @@ class Evaluator:
         self.ended = False
         self.out_of_time = False  # the last process() stopped at its deadline with windows left to evaluate
         self.timeline = Timeline()
+        self.progress = Progress()
 
     # ---- clock
     def set_origin(self, first_system_us: int, first_framework_us: int | None = None) -> None:
@@ -326,6 +340,7 @@ class Evaluator:
         if self.origin_us is None:
             raise RuntimeError("set_origin() must be called before records are added")
         origin, scan = self.origin_us, self.scan_us
+        self.progress.add_system(file.node, records)
         file_index = max((file.timestamp_us - origin) // scan, 0)
         rest = records
         if file_index >= self.next_window:
@@ -391,6 +406,7 @@ class Evaluator:
             raise RuntimeError("set_origin() must be called before events are added")
         self.facts.framework_files += 1
         self.facts.framework_events += len(events)
+        self.progress.add_events(events)
         for ev in events:
             # each event belongs to the one window in which it ends (the reference counts straddlers twice)
             k = max((ev.end_us - self.origin_us) // self.scan_us, 0)
@@ -481,6 +497,7 @@ class Evaluator:
         system = self.pending_system.pop(k, None) or SystemWindow(k, start, end)
         system.finalize()
         self._cap_gpus(system)
+        self.progress.add_window(system)
         framework = self.pending_framework.pop(k, [])
         framework.sort(key=lambda ev: ev.order)
         facts = self.facts
@@ -506,6 +523,10 @@ class Evaluator:
 
     def results(self, *, final: bool) -> list[RuleResult]:
         self.flush_problems()
+        progress = self.progress.with_windows(list(self.pending_system.values()))
+        for run in self.runs:
+            run.observe(progress)
+        self._note_silent_nodes()
         results = [run.result(self.facts, self.next_window, final) for run in self.runs]
         gap = self.input_gap() if final else None
         if gap:
@@ -514,6 +535,14 @@ class Evaluator:
                 if result.status not in (STATUS_ERROR, STATUS_ISSUES):
                     result.status, result.status_details = status, details
         return results
+
+    def _note_silent_nodes(self) -> None:
+        """A node that stopped writing system metrics while others go on is a problem of the run, reported."""
+        newest = self.progress.newest_s()
+        for node, last in sorted(self.progress.nodes.items()):
+            if newest is not None and newest - last > SILENT_NODE_S:
+                self.stats.note(f"{node} stopped writing system metrics at {iso_us(last * 1e6)}, "
+                                f"{(newest - last) / 60:.1f} minutes before the newest sample of another node")
 
     def input_gap(self) -> tuple[str, str] | None:
         """A final verdict the data cannot support: (status, details) that replace NoIssuesFound, or None."""
@@ -563,6 +592,7 @@ class Evaluator:
             "newest_framework_us": self.newest_framework_us,
             "ended": self.ended,
             "timeline": self.timeline.to_state(),
+            "progress": self.progress.to_state(),
         }
 
     @classmethod
@@ -587,6 +617,7 @@ class Evaluator:
         ev.newest_framework_us = state["newest_framework_us"]
         ev.ended = state["ended"]
         ev.timeline = Timeline.from_state(state.get("timeline"))
+        ev.progress = Progress.from_state(state.get("progress"))
         return ev
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from .contract_shared import CONTINUATION_DETAIL_TYPE as CONTINUATION
 from .contract_shared import DEFAULT_NAMESPACE, EVENT_SOURCE
+from .contract_shared import RULE_GAUGE_METRIC as GAUGE_NAME
 from .contract_shared import RULE_ISSUES_FOUND_METRIC as METRIC_NAME
 from .contract_shared import STATUS_CHANGE_DETAIL_TYPE as STATUS_CHANGE
 from .engine import STATUS_ISSUES, RuleResult
@@ -38,7 +39,8 @@ def put_events(events_client: Any, entries: list[dict[str, Any]]) -> None:
 
 def emf_lines(job_name: str, results: list[RuleResult], namespace: str = DEFAULT_NAMESPACE,
               now_ms: int | None = None) -> list[str]:
-    """CloudWatch embedded-metric-format log lines: ``RuleIssuesFound`` (1 or 0) per evaluated rule."""
+    """CloudWatch embedded-metric-format log lines: ``RuleIssuesFound`` (1 or 0) per evaluated rule, and
+    ``RuleGauge`` for the rules that measure one number against their threshold (the health rules)."""
     stamp = int(time.time() * 1000) if now_ms is None else now_ms
     lines = []
     for result in results:
@@ -60,6 +62,10 @@ def emf_lines(job_name: str, results: list[RuleResult], namespace: str = DEFAULT
                 METRIC_NAME: 1 if sub.verdict == STATUS_ISSUES else 0,
                 "Violations": sub.report.get("Violations", 0),
             }
+            gauge = sub.report.get("Gauge")
+            if isinstance(gauge, (int, float)) and not isinstance(gauge, bool):
+                doc["_aws"]["CloudWatchMetrics"][0]["Metrics"].append({"Name": GAUGE_NAME, "Unit": "None"})
+                doc[GAUGE_NAME] = gauge
             lines.append(json.dumps(doc))
     return lines
 

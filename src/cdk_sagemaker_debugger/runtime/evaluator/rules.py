@@ -1102,3 +1102,14 @@ def epoch_seconds(value: Any) -> float | None:
 
 def finite(value: float) -> bool:
     return not (math.isnan(value) or math.isinf(value))
+
+
+# The rules for the failures that cost most at scale (evaluator only, not part of ProfilerReport); their modules
+# import this one, so they are registered here, at the end of this module.
+from .gpu_health_rule import GPUHealth  # noqa: E402
+from .hang_rule import TrainingHang  # noqa: E402
+from .rank_rules import DataWait, Straggler  # noqa: E402
+
+SCALE_RULES: tuple[type[ProfilerRule], ...] = (TrainingHang, Straggler, GPUHealth, DataWait)
+RULE_CLASSES.update({cls.name: cls for cls in SCALE_RULES})
+ALL_RULE_NAMES = (PROFILER_REPORT, *sorted(RULE_CLASSES))

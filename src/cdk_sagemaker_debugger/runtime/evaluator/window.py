@@ -14,6 +14,10 @@ from .readers import TraceEvent
 
 # OverallSystemUsage's metric groups, in the order of its report.
 USAGE_METRICS = ("Network", "GPU", "CPU", "CPU memory", "GPU memory", "I/O")
+# The sampler's per-GPU health dimensions (runtime/sampler/gpu_health.py), kept per node and GPU for GPUHealth.
+GPU_HEALTH_DIMENSIONS = frozenset({"GPUPowerDraw", "GPUPowerLimit", "GPUSMClock", "GPUMemoryClock", "GPUTemperature",
+                                   "GPUThrottleReasons", "GPUXid", "GPUEccUncorrected", "GPURemappedRowsPending",
+                                   "GPURemappedRowsFailure"})
 
 
 class SystemWindow:
@@ -25,6 +29,7 @@ class SystemWindow:
         "end_us",
         "gpu_util",
         "gpu_mem",
+        "health",
         "cpu_names",
         "gpu_names",
         "sums",
@@ -41,6 +46,8 @@ class SystemWindow:
         self.end_us = end_us
         self.gpu_util: dict[str, dict[str, list[float]]] = {}
         self.gpu_mem: dict[str, dict[str, list[float]]] = {}
+        # node -> gpu -> health dimension -> values
+        self.health: dict[str, dict[str, dict[str, list[float]]]] = {}
         self.cpu_names: set[str] = set()
         self.gpu_names: set[str] = set()
         # metric -> node -> {timestamp: sum of values}, insertion ordered like the reference's dicts
@@ -104,6 +111,8 @@ class SystemWindow:
                 v = r["Value"]
                 run[4].append(v)
                 gpu_mem.setdefault(node, {}).setdefault(r["Name"], []).append(v)
+            elif dim in GPU_HEALTH_DIMENSIONS:
+                self.health.setdefault(node, {}).setdefault(r["Name"], {}).setdefault(dim, []).append(r["Value"])
             elif dim == "Algorithm":
                 d = s_net.setdefault(node, {})
                 d[ts] = d.get(ts, 0.0) + r["Value"]
@@ -143,6 +152,7 @@ class SystemWindow:
             "end_us": self.end_us,
             "gpu_util": self.gpu_util,
             "gpu_mem": self.gpu_mem,
+            "health": self.health,
             "cpu_names": sorted(n for n in self.cpu_names if n is not None),
             "gpu_names": sorted(n for n in self.gpu_names if n is not None),
             "sums": {m: {node: list(d.items()) for node, d in self.sums[m].items()} for m in ("Network", "CPU memory")},
@@ -158,6 +168,8 @@ class SystemWindow:
         # copies: the window keeps growing and must never write through into the state it was loaded from
         w.gpu_util = {node: {gpu: list(v) for gpu, v in gpus.items()} for node, gpus in state["gpu_util"].items()}
         w.gpu_mem = {node: {gpu: list(v) for gpu, v in gpus.items()} for node, gpus in state["gpu_mem"].items()}
+        w.health = {node: {gpu: {d: list(v) for d, v in dims.items()} for gpu, dims in gpus.items()}
+                    for node, gpus in state.get("health", {}).items()}
         w.cpu_names = set(state["cpu_names"])
         w.gpu_names = set(state["gpu_names"])
         for m, nodes in state["sums"].items():

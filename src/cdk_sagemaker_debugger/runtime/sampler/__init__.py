@@ -8,13 +8,17 @@ start in the container, imports almost nothing)::
 
     with sampler.step():            # one Step:ModeKeys.TRAIN event with args.step_num
         train_step(batch)
+    with sampler.phase("data"):     # per-rank phase timings (data, forward, backward, optimizer, checkpoint)
+        batch = next(iterator)
+    for batch in sampler.wrap(loader):   # time blocked in the DataLoader's __next__, num_workers, pin_memory
+        ...
     sampler.start()                 # explicit start where PYTHONPATH is not honoured; idempotent; never raises
     sampler.flush(); sampler.stop()
     trainer = Trainer(callbacks=[sampler.lightning_callback()])      # or sampler.huggingface_callback()
 
-This file parses and runs on Python 3.6 and 3.7 (no module ``__getattr__``, no annotations): there ``step()`` does
-nothing, ``start()``/``stop()``/``flush()`` return False, and one line on stderr says why, so an instrumented script
-still runs unchanged.
+This file parses and runs on Python 3.6 and 3.7 (no module ``__getattr__``, no annotations): there ``step()`` and
+``phase()`` do nothing, ``wrap(loader)`` returns the loader, ``start()``/``stop()``/``flush()`` return False, and one
+line on stderr says why, so an instrumented script still runs unchanged.
 """
 
 import sys
@@ -24,6 +28,8 @@ _EXPORTS = {
     "start": "api",
     "stop": "api",
     "flush": "api",
+    "phase": "phases",
+    "wrap": "loader",
     "lightning_callback": "callbacks",
     "huggingface_callback": "callbacks",
 }
@@ -33,9 +39,9 @@ __all__ = sorted(_EXPORTS)
 
 
 class _NoStep:
-    """``step()`` where the sampler cannot run (Python older than 3.8): records nothing."""
+    """``step()`` or ``phase()`` where the sampler cannot run (Python older than 3.8): records nothing."""
 
-    def __init__(self, step_num=None, mode="TRAIN"):
+    def __init__(self, *_args, **_options):
         pass
 
     def __enter__(self):
@@ -47,6 +53,10 @@ class _NoStep:
 
 def _too_old(*_args, **_options):
     return False
+
+
+def _unwrapped(loader):
+    return loader
 
 
 def _no_callback(*_args, **_options):
@@ -62,7 +72,7 @@ def _load(name):
                              "nothing here\n")
         except (OSError, ValueError):
             pass
-        value = {"step": _NoStep, "lightning_callback": _no_callback,
+        value = {"step": _NoStep, "phase": _NoStep, "wrap": _unwrapped, "lightning_callback": _no_callback,
                  "huggingface_callback": _no_callback}.get(name, _too_old)
     else:
         import importlib
@@ -75,6 +85,16 @@ def _load(name):
 def step(step_num=None, mode="TRAIN"):
     """``with sampler.step():`` records one ``Step:ModeKeys.<mode>`` event (see api.step)."""
     return _load("step")(step_num, mode)
+
+
+def phase(name):
+    """``with sampler.phase("forward"):`` records one ``Phase:<name>`` event for this rank (see phases.phase)."""
+    return _load("phase")(name)
+
+
+def wrap(loader):
+    """``for batch in sampler.wrap(loader):`` records the time blocked in the loader (see loader.wrap)."""
+    return _load("wrap")(loader)
 
 
 def start(**options):

@@ -51,10 +51,14 @@ def main(argv: list | None = None) -> int:
                         help="end, with Debugger's end markers, once no process of the training is left")
     parser.add_argument("--detach", action="store_true", help="fork the sampler and exit (it is nobody's child)")
     parser.add_argument("--lock-fd", type=int, help="inherited descriptor that holds the lock")
+    parser.add_argument("--training-pid", type=int,
+                        help="the training process that started the sampler (the hang watch's on_hang=exit ends its "
+                        "process group and writes to its log)")
     parser.add_argument("--prune-uploaded", action="store_true", help="delete data files once uploaded")
     args = parser.parse_args(argv)
     try:
-        settings = settings_from_arguments(args, watch_members=args.watch_members, prune_uploaded=args.prune_uploaded)
+        settings = settings_from_arguments(args, watch_members=args.watch_members, prune_uploaded=args.prune_uploaded,
+                                           training_pid=args.training_pid)
     except SettingsError as exc:
         sys.stderr.write(f"error: {exc}\n")
         return EXIT_USAGE

@@ -13,12 +13,12 @@ import sys
 import threading
 import time
 
-from . import contract, launcher
+from . import contract, heartbeat, launcher, ranks
 from .settings import LOCAL_DIR, ROLE, Settings, SettingsError, from_environment, is_disabled
 from .timeline import MODES, TimelineWriter, phase_name
 
 PHASES = {mode: phase_name(mode) for mode in MODES}
-RANK_VARIABLES = ("RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK")
+RANK_VARIABLES = ranks.RANK_VARIABLES
 _state: dict = {"settings": None, "writer": None, "checked": False, "counters": {}, "logged": set()}
 _lock = threading.Lock()
 
@@ -35,11 +35,7 @@ def log_once(key: str, message: str) -> None:
 
 
 def rank() -> int:
-    for name in RANK_VARIABLES:
-        value = os.environ.get(name, "").strip()
-        if value.isdigit():
-            return int(value)
-    return 0
+    return ranks.rank()
 
 
 def _settings_from_environment() -> Settings | None:
@@ -70,14 +66,33 @@ def _writer() -> TimelineWriter | None:
 
 
 def _new_writer(settings: Settings) -> TimelineWriter:
+    from .idle import shifted_clock, watch_idle
     from .layout import framework_token
 
-    writer = TimelineWriter(settings.local_dir, framework_token(settings.node, rank()),
-                            lambda message: log_once("timeline", message),
+    token = framework_token(settings.node, rank())
+    writer = TimelineWriter(settings.local_dir, token, lambda message: log_once("timeline", message),
+                            clock=shifted_clock(settings.clock_offset_s),
                             min_free_bytes=int(settings.min_free_mb * 1024 * 1024))
+    writer.offset_s = settings.clock_offset_s  # event times come from time.time(); the files use the writer's clock
+    heartbeat.attach(settings.local_dir, token)
+    writer.on_drain = heartbeat.mark  # the writer thread marks progress when it writes the loop's events
+    watch_idle(writer)
     atexit.register(writer.close)
+    atexit.register(_mark_exit, writer)  # runs first (atexit is last in, first out)
     launcher.before_stop.append(writer.close)
     return writer
+
+
+#: The event a training process writes when it exits normally (not when it is killed): TrainingHang then knows that
+#: the silence after it is the end of the process, not a hang.
+EXIT_PHASE = "Process:exit"
+
+
+def _mark_exit(writer: TimelineWriter) -> None:
+    if writer.pid != os.getpid() or not (writer.last_end_us or writer.queue):
+        return  # a forked child, or a process that never recorded a step: nothing to close
+    now = time.time() + writer.offset_s
+    writer.add(EXIT_PHASE, "exit", now, now, {"pid": os.getpid()})
 
 
 def record_step(mode: str, step_num: object, start_s: float, end_s: float) -> None:
@@ -93,7 +108,8 @@ def record_step(mode: str, step_num: object, start_s: float, end_s: float) -> No
         counters = _state["counters"]
         step_num = counters.get(mode, 0)
         counters[mode] = step_num + 1
-    writer.add(phase, phase, start_s, end_s, {"pid": writer.pid, "step_num": str(step_num)})
+    offset = writer.offset_s
+    writer.add(phase, phase, start_s + offset, end_s + offset, {"pid": writer.pid, "step_num": str(step_num)})
 
 
 class step:

@@ -18,6 +18,8 @@ from typing import Callable
 from . import ending, layout, lock, timeline
 from .disk import DiskGuard
 from .gpu import gpu_rows, open_gpu_source
+from .gpu_health import NoHealth, open_health_source
+from .hang import HangWatch
 from .minutes import MinuteFiles
 from .procfs import HostSource
 from .records import Formatter
@@ -48,6 +50,10 @@ class Daemon:
                  log: Callable[[str], None] | None = None, lock_fd: int | None = None):
         self.settings = settings
         self.root = settings.local_dir
+        if settings.clock_offset_s and clock is time.time:
+            from .idle import shifted_clock
+
+            clock = shifted_clock(settings.clock_offset_s)
         self.clock = clock
         self.lock_fd = lock_fd
         self.status = Status(settings.node, log or FileLog(os.path.join(self.root, layout.log_file(settings.node))))
@@ -57,6 +63,10 @@ class Daemon:
         self.disk = DiskGuard(self.root, settings, self.status)
         self.gpu_guard = Guard("gpu_read", self.status)
         self.gpu = None
+        self.health_guard = Guard("gpu_health_read", self.status)
+        self.health = NoHealth()
+        self.hang = HangWatch(self.root, settings.node, settings.on_hang, settings.hang_minutes,
+                              settings.training_pid, self.status)
         self.uploader = self._uploader()
         self.thread = None
         self.stop_requested = False
@@ -133,6 +143,7 @@ class Daemon:
             self.disk.trim()  # what a previous outage left may already be over the cap
         self.gpu = open_gpu_source(self.settings.nvml_library, self.settings.interval_ms, self.status)
         self.status.set("gpu_source", self.gpu.name)
+        self.health = open_health_source(self.gpu, self.settings.nvml_library, self.settings.interval_ms, self.status)
         where = self.status.info.get("destination", "no upload")
         self.status.log(f"started (pid {os.getpid()}): every {self.settings.interval_ms} ms, node "
                         f"{self.settings.node}, into {self.root} ({where}), GPUs from {self.gpu.name}")
@@ -163,6 +174,7 @@ class Daemon:
             if end is not None:
                 wait = min(wait, end - time.monotonic())
             self._wait(min(max(wait, 0.0), CHECK_EVERY_S))
+            self.hang.check()
             if self.members_fd is not None and self._training_ended():
                 return
 
@@ -185,7 +197,8 @@ class Daemon:
         if not self.disk.room():
             return
         started = self.clock()
-        text = self.host.before_gpu() + self.gpu_guard.run(self._gpu_lines) + self.host.after_gpu()
+        text = (self.host.before_gpu() + self.gpu_guard.run(self._gpu_lines) + self.health_guard.run(self._health_lines)
+                + self.host.after_gpu())
         finished = self.minutes.append(started, text)
         self.status.count("samples")
         if finished is not None:
@@ -197,6 +210,10 @@ class Daemon:
             return ""
         self.status.set("gpus", len(values))
         return self.formatter.group(self.clock(), gpu_rows(values))
+
+    def _health_lines(self) -> str:
+        rows = self.health.rows()
+        return self.formatter.group(self.clock(), rows) if rows else ""
 
     def _publish(self) -> None:
         self._recover_timelines(everything=False)
@@ -218,6 +235,7 @@ class Daemon:
         self.minutes.finish()
         if self.gpu is not None:
             self.gpu.close()
+        self.health.close()
         self._recover_timelines(everything=self.training_ended)
         if self.settings.end_marker or self.training_ended:
             for failure in ending.write_end_markers(self.root):

@@ -85,14 +85,7 @@ class NvmlSource:
         self.rates = _Utilization()
 
     def _error(self, index: int, call: str, code: int) -> None:
-        """One GPU's failure: counted per GPU and named in the status, never a silent gap."""
-        name = nvml_error(code)
-        if self.errors.get(f"gpu{index}") != name:
-            self.errors[f"gpu{index}"] = name
-            if self.status is not None:
-                self.status.set("gpu_errors", dict(self.errors))
-        if self.status is not None:
-            self.status.fail(f"gpu{index}_nvml", f"{call} returned {name}; gpu{index} has no record while it lasts")
+        note_nvml_error(self.status, self.errors, index, call, code, f"gpu{index} has no record")
 
     def read(self) -> list:
         values = []
@@ -111,6 +104,18 @@ class NvmlSource:
             pass
 
 
+def note_nvml_error(status: Status | None, errors: dict, index: int, call: str, code: int, lost: str) -> None:
+    """One GPU's NVML failure (utilisation or health): counted per GPU and named in the status (``gpu_errors``),
+    never a silent gap; ``lost`` says what has no record while it lasts."""
+    name = nvml_error(code)
+    if errors.get(f"gpu{index}") != name:
+        errors[f"gpu{index}"] = name
+        if status is not None:
+            status.set("gpu_errors", dict(errors))
+    if status is not None:
+        status.fail(f"gpu{index}_nvml", f"{call} returned {name}; {lost} while it lasts")
+
+
 def parse_smi_line(line: str) -> tuple | None:
     """``0, 45, 12`` -> (0, 45.0, 12.0); None for anything else ([N/A], [Not Supported], error text)."""
     parts = [p.strip() for p in line.split(",")]
@@ -126,10 +131,15 @@ class SmiSource:
     """One long-lived ``nvidia-smi -lms <interval>``: each sample drains its output without blocking."""
 
     name = "nvidia-smi"
+    #: What to ask and how to read a line (gpu_health.SmiHealth asks for other fields through the same process logic).
+    query = SMI_QUERY
+    parse = staticmethod(parse_smi_line)
+    #: Prefix of this reader's status keys (``gpu_stale``, ``gpu_nvidia_smi_exit``, ...).
+    key = "gpu"
 
     def __init__(self, executable: str, interval_ms: int, status: Status,
                  monotonic: Callable[[], float] = time.monotonic):
-        self.command = [executable, SMI_QUERY, SMI_FORMAT, "-lms", str(interval_ms)]
+        self.command = [executable, self.query, SMI_FORMAT, "-lms", str(interval_ms)]
         self.status = status
         self.monotonic = monotonic
         self.interval_s = interval_ms / 1000.0
@@ -165,12 +175,12 @@ class SmiSource:
                 self._take(line.decode("utf-8", "replace"))
 
     def _take(self, line: str) -> None:
-        parsed = parse_smi_line(line)
+        parsed = self.parse(line)
         if parsed is not None:
             self.latest[parsed[0]] = (parsed, self.monotonic())
             self.readings += 1
         elif line.strip():
-            self.status.fail("gpu_nvidia_smi_output", f"unexpected nvidia-smi output {line.strip()[:200]!r}")
+            self.status.fail(f"{self.key}_nvidia_smi_output", f"unexpected nvidia-smi output {line.strip()[:200]!r}")
 
     def read(self) -> list:
         now = self.monotonic()
@@ -179,7 +189,7 @@ class SmiSource:
             if self.process.poll() is not None:
                 self._exited(now)
             elif self._all_stale(now) and now - self.started_at > 2 * self.stale_after:
-                self.status.fail("gpu_nvidia_smi_hung", f"nvidia-smi wrote nothing for {self.stale_after:g} s; "
+                self.status.fail(f"{self.key}_nvidia_smi_hung", f"nvidia-smi wrote nothing for {self.stale_after:g} s; "
                                  "restarting it")
                 self._end_process()
                 self._exited(now)
@@ -199,7 +209,7 @@ class SmiSource:
             if now - when <= self.stale_after:
                 values.append(value)
             else:
-                self.status.fail("gpu_stale", f"gpu{index}: no nvidia-smi reading for {now - when:.0f} s; not "
+                self.status.fail(f"{self.key}_stale", f"gpu{index}: no nvidia-smi reading for {now - when:.0f} s; not "
                                  "reported (an old reading is never repeated as live)")
         return values
 
@@ -212,10 +222,10 @@ class SmiSource:
         self.quick_exits = self.quick_exits + 1 if now - self.started_at < STABLE_S else 0
         self.silent_exits = self.silent_exits + 1 if self.readings == 0 else 0
         if self.silent_exits > MAX_SMI_RESTARTS:
-            self.status.warn_once("gpu", f"no GPU metrics: nvidia-smi keeps exiting (code {code}); gave up")
+            self.status.warn_once(self.key, f"no GPU metrics: nvidia-smi keeps exiting (code {code}); gave up")
             return
         delay = min(self.interval_s * 2 ** max(self.quick_exits - 1, 0), MAX_BACKOFF_S)
-        self.status.fail("gpu_nvidia_smi_exit", f"nvidia-smi exited with code {code}; restarting it in {delay:g} s "
+        self.status.fail(f"{self.key}_nvidia_smi_exit", f"nvidia-smi exited with code {code}; restarting it in {delay:g} s "
                          "(doubling while it keeps exiting)")
         self.next_start = now + delay
 

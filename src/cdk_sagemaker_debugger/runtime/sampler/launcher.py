@@ -42,7 +42,8 @@ def package_root() -> str:
 
 def daemon_command(settings: Settings, lock_fd: int) -> list:
     command = [sys.executable, "-m", PACKAGE, "--out", settings.local_dir, "--interval-ms", str(settings.interval_ms),
-               "--node", settings.node, "--lock-fd", str(lock_fd), "--detach", "--watch-members"]
+               "--node", settings.node, "--lock-fd", str(lock_fd), "--detach", "--watch-members",
+               "--training-pid", str(os.getpid())]
     if settings.s3_uri:
         command += ["--s3-uri", settings.s3_uri]
     if settings.job_name:

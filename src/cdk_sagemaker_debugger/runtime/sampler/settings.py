@@ -25,6 +25,9 @@ NVML_LIBRARY = "CDK_SAGEMAKER_SAMPLER_NVML_LIBRARY"
 CONFIG_DIR = "CDK_SAGEMAKER_SAMPLER_CONFIG_DIR"
 #: "auto" (= "stdlib": urllib + SigV4, the lighter client) or "boto3" (boto3's credential chain, about 28 MB more).
 UPLOADER = "CDK_SAGEMAKER_SAMPLER_UPLOADER"
+#: Seconds added to the wall clock of the sampler and of the step events (tests only: a short run can then cross
+#: a minute boundary, the only point at which the evaluator judges a minute).
+CLOCK_OFFSET = "CDK_SAGEMAKER_SAMPLER_CLOCK_OFFSET_S"
 #: Seconds without any training process before the sampler concludes the training ended (default 10).
 END_GRACE = "CDK_SAGEMAKER_SAMPLER_END_GRACE_S"
 #: Most megabytes of data the sampler keeps locally while uploads fail; the oldest go first (default 512).
@@ -67,6 +70,10 @@ class Settings:
     supervise_s: float = 5.0
     max_buffer_mb: float = 512.0
     min_free_mb: float = 1024.0
+    on_hang: str = "log"
+    hang_minutes: float = contract.DEFAULT_HANG_MINUTES
+    clock_offset_s: float = 0.0
+    training_pid: int | None = None
 
     def with_changes(self, **changes: object) -> Settings:
         return replace(self, **changes).validated()
@@ -78,6 +85,11 @@ class Settings:
             split_s3_uri(self.s3_uri)
         if self.uploader not in UPLOADERS:
             raise SettingsError(f"{UPLOADER}={self.uploader!r}: use one of {', '.join(UPLOADERS)}.")
+        if self.on_hang not in contract.HANG_ACTIONS:
+            raise SettingsError(f"{contract.ON_HANG}={self.on_hang!r}: use one of {', '.join(contract.HANG_ACTIONS)}.")
+        if not (isinstance(self.hang_minutes, (int, float)) and 0 < self.hang_minutes <= 10080):
+            raise SettingsError(f"{contract.HANG_MINUTES}={self.hang_minutes!r}: use minutes above 0 and at most 10080 "
+                                "(a week), for example 10.")
         if not self.local_dir:
             raise SettingsError(f"{LOCAL_DIR}: the local folder is empty; set it to a writable folder.")
         for name, value in ((END_GRACE, self.end_grace_s), (SUPERVISE, self.supervise_s),
@@ -176,6 +188,19 @@ def flag(env: dict, name: str, default: bool) -> bool:
     return value == "1"
 
 
+def number(env: dict, name: str, default: float) -> float:
+    value = env.get(name, "").strip()
+    if not value:
+        return default
+    try:
+        result = float(value)
+    except ValueError:
+        result = float("nan")
+    if result != result or result in (float("inf"), float("-inf")):
+        raise SettingsError(f"{name}={value!r}: expected a number, for example {default!r}.")
+    return result
+
+
 def is_disabled(env: dict) -> bool:
     return env.get(contract.DISABLED, "").strip() == "1"
 
@@ -205,6 +230,9 @@ def from_environment(env: dict | None = None, **overrides: object) -> Settings:
         "nvml_library": env.get(NVML_LIBRARY, "").strip() or DEFAULT_NVML_LIBRARY,
         "uploader": env.get(UPLOADER, "").strip() or "auto",
         "endpoint_url": endpoint_from(env),
+        "on_hang": env.get(contract.ON_HANG, "").strip() or "log",
+        "hang_minutes": number(env, contract.HANG_MINUTES, contract.DEFAULT_HANG_MINUTES),
+        "clock_offset_s": number(env, CLOCK_OFFSET, 0.0),
         **amounts_from(env),
     }
     for key, value in overrides.items():

@@ -48,6 +48,8 @@ class TimelineWriter:
         self.failures = 0
         self.dropped = 0
         self.retry_at = 0.0
+        #: Called by the writer thread when it takes events off the queue (the training loop's progress, heartbeat.py).
+        self.on_drain: Callable[[], None] | None = None
         self._after_fork()
         _writers.add(self)
 
@@ -108,6 +110,11 @@ class TimelineWriter:
         """Write what is queued (called with the lock held)."""
         if not self.queue:
             return
+        if self.on_drain is not None:
+            try:
+                self.on_drain()
+            except Exception:  # a mark is never worth an event
+                pass
         if self.retry_at and self.clock() < self.retry_at:
             self.queue.clear()
             return

@@ -14,6 +14,7 @@ from aws_cdk import aws_s3_assets as s3_assets
 
 from ....model.debugger_rules import Rule
 from ....model.metric_rules import MetricRule
+from ....model.profiler_rules import ProfilerRule
 from ....model.rule_engine import RuleEngine
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,6 +52,11 @@ class RuleEngineBinding(abc.ABC):
     @abc.abstractmethod
     def check_metric_rule(self, rule: MetricRule) -> None:
         """A metric rule added to the job's rule set."""
+
+    def check_health_rule(self, rule: ProfilerRule) -> None:
+        """A health rule (TrainingHang, Straggler, GPUHealth, DataWait) added to the job's rule set; the evaluator
+        runs them, so nothing to check by default."""
+        return None
 
     @abc.abstractmethod
     def add_initial_debugger_rules(self, rules: Sequence[Rule]) -> None:

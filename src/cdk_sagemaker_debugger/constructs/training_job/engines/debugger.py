@@ -108,6 +108,9 @@ class DebuggerBinding(RuleEngineBinding):
     def check_metric_rule(self, rule: MetricRule) -> None:
         raise rule.debugger_error(where=self._job._where)  # type: ignore[arg-type]
 
+    def check_health_rule(self, rule: ProfilerRule) -> None:
+        raise rule.debugger_error(where=self._job._where)  # type: ignore[attr-defined]
+
     def _profiler_rules_problem(self) -> str | None:
         """Debugger's profiler rules with Debugger's profiler off, or None: checked when the job is created and again
         at synth, for rules added to the set later."""

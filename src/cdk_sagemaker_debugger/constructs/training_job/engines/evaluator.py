@@ -15,6 +15,7 @@ from ....model.debugger_request import resolve_debug_hook
 from ....model.debugger_rules import Rule
 from ....model.errors import ConfigurationError, ConfigurationTypeError
 from ....model.evaluator_tensor_rules import EvaluatorTensorRule
+from ....model.health_rules import is_health_rule
 from ....model.metric_rules import MetricRule, check_metric_names
 from ....model.parameters import is_token
 from ....model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
@@ -125,7 +126,7 @@ class EvaluatorBinding(RuleEngineBinding):
                     "logs instead.", where=self._job._where, field=field)
 
     def _refuse_custom_rule(self, rule: ProfilerRule) -> None:
-        if isinstance(rule, (MetricRule, EvaluatorTensorRule)):
+        if isinstance(rule, (MetricRule, EvaluatorTensorRule)) or is_health_rule(rule):
             return
         if rule.rule_to_invoke != PROFILER_REPORT and rule.rule_to_invoke not in PROFILER_RULE_SPECS:
             raise ConfigurationError(
