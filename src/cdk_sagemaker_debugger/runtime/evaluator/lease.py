@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .state import CONFLICT_CODES, STATE_TAGGING, error_code, is_missing
+from .state import CONFLICT_CODES, STATE_TAGGING, error_code, get_if_present
 
 LEASE_SUFFIX = ".lease"
 
@@ -35,15 +35,12 @@ class Lease:
     etag: str | None = None  # of the lease object this run wrote (None: not held)
 
     def _read(self) -> tuple[dict[str, Any] | None, str | None]:
+        found = get_if_present(self.s3, self.bucket, self.key)
+        if found is None:
+            return None, None
+        raw, etag = found
         try:
-            obj = self.s3.get_object(Bucket=self.bucket, Key=self.key)
-        except Exception as exc:
-            if is_missing(self.s3, self.bucket, self.key, exc):
-                return None, None
-            raise
-        etag = obj.get("ETag")
-        try:
-            body = json.loads(obj["Body"].read())
+            body = json.loads(raw)
             return (body if isinstance(body, dict) else {}), etag
         except ValueError:  # a damaged lease is an expired one: it only ever saves work
             return {}, etag

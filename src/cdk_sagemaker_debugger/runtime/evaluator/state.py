@@ -55,6 +55,18 @@ def is_missing(s3: Any, bucket: str, key: str, exc: Exception) -> bool:
     return not any(item.get("Key") == key for item in page.get("Contents", []))
 
 
+def get_if_present(s3: Any, bucket: str, key: str) -> tuple[bytes, str | None] | None:
+    """The object's body and ETag, or None when it does not exist (a 403 confirmed absent by :func:`is_missing`).
+    Any other failure is raised."""
+    try:
+        obj = s3.get_object(Bucket=bucket, Key=key)
+    except Exception as exc:
+        if is_missing(s3, bucket, key, exc):
+            return None
+        raise
+    return obj["Body"].read(), obj.get("ETag")
+
+
 class DamagedStateError(Exception):
     """The state object exists but cannot be used (not gzip, not JSON, not the evaluator's shape)."""
 
@@ -84,15 +96,12 @@ class S3StateStore:
         has committed yet; present means the read was really denied, and that is raised.
         Raises ``DamagedStateError`` when the object exists but is not a usable state.
         """
+        found = get_if_present(self.s3, self.bucket, self.key)
+        if found is None:
+            return None, None
+        body, etag = found
         try:
-            obj = self.s3.get_object(Bucket=self.bucket, Key=self.key)
-        except Exception as exc:
-            if is_missing(self.s3, self.bucket, self.key, exc):
-                return None, None
-            raise
-        etag = obj.get("ETag")
-        try:
-            state = json.loads(gzip.decompress(obj["Body"].read()))
+            state = json.loads(gzip.decompress(body))
         except (OSError, EOFError, ValueError) as exc:  # gzip.BadGzipFile is an OSError; JSON errors ValueErrors
             raise DamagedStateError(self.location, f"{type(exc).__name__}: {exc}", etag) from exc
         if not isinstance(state, dict):
