@@ -277,6 +277,25 @@ def test_help_documents_every_exit_status(argv: list[str]):
         assert status in out
 
 
+@pytest.mark.parametrize(("option", "message"), [
+    ("VanishingGradient:threshold=-1", "rule 'VanishingGradient': threshold: must be greater than 0, got -1."),
+    ("AllZero:threshold=150", "threshold: is a percentage and must be between 0 and 100 inclusive, got 150."),
+    ("Confusion:category_no=1", "category_no: must be an integer >= 2, got 1."),
+    ("TensorVariance:min_threshold=5,max_threshold=1", "min_threshold (5) must be lower than max_threshold (1)."),
+    ("DeadRelu:treshold_layer=3", "unknown parameter(s) treshold_layer; DeadRelu accepts tensor_regex"),
+])
+def test_tensor_rule_values_are_checked_as_a_jobs_debugger_rules_are(job: Path, tmp_path: Path, option: str,
+                                                                      message: str):
+    code, _, err = run("evaluate", str(job), "--out", str(tmp_path / "o"), "--rule", option)
+    assert code == 2 and message in err, err
+
+
+def test_tensor_rule_values_read_as_numbers_are_checked_as_the_text_they_were(job: Path, tmp_path: Path):
+    code, _, err = run("evaluate", str(job), "--out", str(tmp_path / "o"), "--quiet",
+                       "--rule", "NLPSequenceRatio:token_values=0,token_thresholds_percent=40")
+    assert code == 0, err
+
+
 def test_rules_as_json_for_tooling():
     code, out, _ = run("rules", "--format", "json")
     assert code == 0

@@ -91,8 +91,9 @@ def parse_rule_option(option: str) -> RuleConfig:
         params[key.strip()] = coerce_parameter(value)
     if name in TENSOR_RULES:
         try:
+            check_tensor_parameters(name, params)
             return tensor_config(name, params)
-        except RuleConfigError as exc:
+        except (ConfigurationError, RuleConfigError) as exc:
             raise UsageError(f"--rule {option!r}: {exc}") from exc
     try:
         rule = HEALTH_RULE_CLASSES[name](**params) if name in HEALTH_RULE_CLASSES else from_name(name, **params)
@@ -101,6 +102,21 @@ def parse_rule_option(option: str) -> RuleConfig:
     except TypeError as exc:
         raise UsageError(f"--rule {option!r}: {exc}") from exc
     return RuleConfig(rule.name, rule.rule_to_invoke, dict(rule.parameters))
+
+
+def check_tensor_parameters(name: str, params: dict[str, Any]) -> None:
+    """Check a tensor rule's --rule values with the parameter specs ProfiledTrainingJob(debugger_rules=...) uses.
+
+    A value the command line read as a number or a boolean is checked as the text it was where the spec takes text
+    (``tensor_regex=0``, ``token_values=0``)."""
+    from .model.rules.debugger import RULE_CLASSES as DEBUGGER_RULE_CLASSES
+
+    specs = {p.name: p for p in DEBUGGER_RULE_CLASSES[name].spec.parameters}
+    as_given = {key: str(value) if key in specs and "str" in specs[key].python_type and not isinstance(value, str)
+                else value for key, value in params.items()}
+    unknown = [key for key in as_given if key not in specs]
+    if not unknown:  # the evaluator names unknown parameters with the whole list it accepts
+        DEBUGGER_RULE_CLASSES[name](**as_given)
 
 
 def resolve_rules(options: Sequence[str]) -> list[RuleConfig]:
