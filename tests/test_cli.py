@@ -17,6 +17,7 @@ from helpers import ROOT
 
 from cdk_sagemaker_debugger.cli import main
 from cdk_sagemaker_debugger.runtime.evaluator.synthetic import JobSpec, StepSpec, constant, write_job
+from cdk_sagemaker_debugger.runtime.evaluator.tensor_evaluation import TENSOR_RULES
 
 RULE_FILES = {"BatchSize", "CPUBottleneck", "Dataloader", "GPUMemoryIncrease", "IOBottleneck", "LoadBalancing",
               "LowGPUUtilization", "MaxInitializationTime", "OverallFrameworkMetrics", "OverallSystemUsage",
@@ -124,10 +125,23 @@ def test_rules_lists_the_catalog():
     assert code == 0
     for name in (*RULE_FILES, "ProfilerReport"):
         assert f"\n{name}\n" in f"\n{out}"
-    assert "    window = 500" in out
-    assert "    scan_interval_us = 60000000" in out  # every parameter the --rule option accepts
-    for name in ("LossNotDecreasing", "Overfit", "StalledTraining"):  # and the metric rules
+    assert "    window = 500  (integer >= 1)  # Window size" in out  # the default, the accepted values, the meaning
+    assert "    scan_interval_us = 60000000  (integer >= 1)" in out  # every parameter the --rule option accepts
+    assert "    threshold = 0.5  (proportion, 0 to 1)" in out and "    mode = None  (one of TRAIN, EVAL" in out
+    for name in (*TENSOR_RULES, "LossNotDecreasing", "Overfit", "StalledTraining"):  # the tensor and metric rules
         assert f"\n{name}\n" in out
+    assert "    token_thresholds_percent = '50'  (comma-separated percentages, 0 to 100 each)" in out
+
+
+def test_every_rule_the_rules_command_lists_is_one_evaluate_accepts_with_those_parameters(job: Path, tmp_path: Path):
+    catalog = json.loads(run("rules", "--format", "json")[1])
+    tensor = {r["name"]: {p["name"]: p["default"] for p in r["parameters"]} for r in catalog["tensor_rules"]}
+    assert tensor == {name: cls.defaults for name, cls in TENSOR_RULES.items()}  # the evaluator's own parameter lists
+    for rule in catalog["rules"][:3] + catalog["tensor_rules"][:3]:
+        params = ",".join(f"{p['name']}={p['default']}" for p in rule["parameters"] if p["default"] not in (None, ""))
+        code, _, err = run("evaluate", str(job), "--out", str(tmp_path / rule["name"]), "--quiet",
+                           "--rule", f"{rule['name']}:{params}")
+        assert code == 0, err
 
 
 def test_sample_help_says_what_it_does_and_its_exit_codes():
@@ -263,6 +277,25 @@ def test_help_documents_every_exit_status(argv: list[str]):
         assert status in out
 
 
+@pytest.mark.parametrize(("option", "message"), [
+    ("VanishingGradient:threshold=-1", "rule 'VanishingGradient': threshold: must be greater than 0, got -1."),
+    ("AllZero:threshold=150", "threshold: is a percentage and must be between 0 and 100 inclusive, got 150."),
+    ("Confusion:category_no=1", "category_no: must be an integer >= 2, got 1."),
+    ("TensorVariance:min_threshold=5,max_threshold=1", "min_threshold (5) must be lower than max_threshold (1)."),
+    ("DeadRelu:treshold_layer=3", "unknown parameter(s) treshold_layer; DeadRelu accepts tensor_regex"),
+])
+def test_tensor_rule_values_are_checked_as_a_jobs_debugger_rules_are(job: Path, tmp_path: Path, option: str,
+                                                                      message: str):
+    code, _, err = run("evaluate", str(job), "--out", str(tmp_path / "o"), "--rule", option)
+    assert code == 2 and message in err, err
+
+
+def test_tensor_rule_values_read_as_numbers_are_checked_as_the_text_they_were(job: Path, tmp_path: Path):
+    code, _, err = run("evaluate", str(job), "--out", str(tmp_path / "o"), "--quiet",
+                       "--rule", "NLPSequenceRatio:token_values=0,token_thresholds_percent=40")
+    assert code == 0, err
+
+
 def test_rules_as_json_for_tooling():
     code, out, _ = run("rules", "--format", "json")
     assert code == 0
@@ -276,6 +309,12 @@ def test_rules_as_json_for_tooling():
                    "scan_interval_us": 60_000_000}
     metric = {r["name"]: r for r in json.loads(out)["metric_rules"]}
     assert metric["Overfit"]["metrics"] == ["train_metric", "validation_metric"]
+    patience = next(p for p in metric["Overfit"]["parameters"] if p["name"] == "patience")
+    assert patience == {"name": "patience", "default": 1, "type": "int", "accepts": "integer >= 1",
+                        "description": patience["description"]} and patience["description"]
+    mode = next(p for p in rules["StepOutlier"]["parameters"] if p["name"] == "mode")
+    assert mode["choices"] == ["TRAIN", "EVAL", "PREDICT", "GLOBAL"] and mode["type"] == "str | None"
+    assert {r["name"] for r in json.loads(out)["tensor_rules"]} == set(TENSOR_RULES)
     assert rules["LowGPUUtilization"]["summary"] and "LowGPUUtilization" in rules["ProfilerReport"]["overridable"]
 
 

@@ -38,6 +38,7 @@ def test_the_wheel_carries_the_lambda_code_as_files(dist: Path):
     for package in ("evaluator", "rule_alarm", "gpu_watch"):
         assert f"cdk_sagemaker_debugger/runtime/{package}/contract_shared.py" in names  # the link, followed
     assert "cdk_sagemaker_debugger/runtime/evaluator/advice.py" in names
+    assert "cdk_sagemaker_debugger/constructs/mlflow-layer/requirements.txt" in names  # MlflowLayer's pinned default
     assert not any(n.startswith("tests/") for n in names)
 
 

@@ -124,6 +124,8 @@ def test_cross_references_resolve(reference: Reference, module: str) -> None:
 # -- props --------------------------------------------------------------------------------------------------------------
 def _public_callables() -> list[Any]:
     from cdk_sagemaker_debugger import (
+        EvaluatorMlflow,
+        MlflowLayer,
         ProfiledTrainingJob,
         ProfilerRuleSet,
         RuleAlarm,
@@ -136,7 +138,8 @@ def _public_callables() -> list[Any]:
 
     params = [pytest.param(ProfiledTrainingJob, ProfiledTrainingJob.__init__, id="ProfiledTrainingJob")]
     params += [pytest.param(c, c.__init__, id=c.__name__) for c in (
-        RuleEvaluator, RuleAlarm, TrainingDashboard, TrainingPipeline, ProfilerRuleSet, Sampler)]
+        RuleEvaluator, RuleAlarm, TrainingDashboard, TrainingPipeline, ProfilerRuleSet, Sampler, MlflowLayer,
+        EvaluatorMlflow)]
     params += [pytest.param(TrainingJobs, getattr(TrainingJobs, name), id=f"TrainingJobs.{name}")
                for name in ("from_job_name_prefix", "from_tag", "from_pipeline", "of_training_job")]
     return params

@@ -12,9 +12,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from cdk_sagemaker_debugger.model.health_rules import HEALTH_RULE_SPECS  # noqa: E402
-from cdk_sagemaker_debugger.model.metric_rules import METRIC_RULE_SPECS  # noqa: E402
-from cdk_sagemaker_debugger.model.profiler_catalog import PROFILER_RULE_SPECS  # noqa: E402
+from cdk_sagemaker_debugger.model.rules.health import HEALTH_RULE_SPECS  # noqa: E402
+from cdk_sagemaker_debugger.model.rules.metric import METRIC_RULE_SPECS  # noqa: E402
+from cdk_sagemaker_debugger.model.rules.profiler_catalog import PROFILER_RULE_SPECS  # noqa: E402
 
 STUB = ROOT / "src" / "cdk_sagemaker_debugger" / "rules.pyi"
 
@@ -22,12 +22,12 @@ HEADER = '''"""Type stubs for the profiler rule classes generated from the catal
 
 from typing import Any
 
-from .model.health_rules import HealthRule as HealthRule
-from .model.metric_rules import MetricRule as MetricRule
-from .model.profiler_rules import BuiltinProfilerRule as BuiltinProfilerRule
-from .model.profiler_rules import CustomProfilerRule as CustomProfilerRule
-from .model.profiler_rules import ProfilerReport as ProfilerReport
-from .model.profiler_rules import ProfilerRule as ProfilerRule
+from .model.rules.health import HealthRule as HealthRule
+from .model.rules.metric import MetricRule as MetricRule
+from .model.rules.profiler import BuiltinProfilerRule as BuiltinProfilerRule
+from .model.rules.profiler import CustomProfilerRule as CustomProfilerRule
+from .model.rules.profiler import ProfilerReport as ProfilerReport
+from .model.rules.profiler import ProfilerRule as ProfilerRule
 
 def from_name(rule_name: str, **parameters: Any) -> ProfilerRule: ...
 '''

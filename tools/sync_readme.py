@@ -15,7 +15,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from cdk_sagemaker_debugger.model.profiler_catalog import catalog_markdown  # noqa: E402
+from cdk_sagemaker_debugger.model.rules.profiler_catalog import catalog_markdown  # noqa: E402
 
 _DOC_SECTION = re.compile(r"<!-- README section: start -->\n(.*?)<!-- README section: end -->", re.DOTALL)
 

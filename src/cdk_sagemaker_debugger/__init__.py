@@ -48,6 +48,7 @@ _EXPORTS: dict[str, str] = {
     "RuleEvaluator": "cdk_sagemaker_debugger.constructs.rule_evaluator",
     "MetricsSource": "cdk_sagemaker_debugger.constructs.rule_evaluator",
     "EvaluatorMlflow": "cdk_sagemaker_debugger.constructs.evaluator_mlflow",
+    "MlflowLayer": "cdk_sagemaker_debugger.constructs.mlflow_layer",
     "TrainingPipeline": "cdk_sagemaker_debugger.constructs.pipeline",
     "TrainingDashboard": "cdk_sagemaker_debugger.constructs.dashboard",
     "TrainingJobs": "cdk_sagemaker_debugger.constructs.family",
@@ -82,6 +83,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .constructs.dashboard import TrainingDashboard  # noqa: F401
     from .constructs.evaluator_mlflow import EvaluatorMlflow  # noqa: F401
     from .constructs.family import TrainingJobs  # noqa: F401
+    from .constructs.mlflow_layer import MlflowLayer  # noqa: F401
     from .constructs.pipeline import TrainingPipeline  # noqa: F401
     from .constructs.rule_alarm import RuleAlarm  # noqa: F401
     from .constructs.rule_evaluator import MetricsSource, RuleEvaluator  # noqa: F401

@@ -26,8 +26,8 @@ from .cli_aws import AwsClients, AwsSetupError, access_hint, evaluate_cloudwatch
 from .cli_progress import Progress, on_a_terminal
 from .cli_tensors import TENSOR_RULES, evaluate_tensors, split_configs, tensor_config
 from .model.errors import ConfigurationError, did_you_mean
-from .model.health_rules import HEALTH_RULE_CLASSES, HEALTH_RULE_SPECS
-from .model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_REPORT, PROFILER_RULE_SPECS
+from .model.rules.health import HEALTH_RULE_CLASSES, HEALTH_RULE_SPECS
+from .model.rules.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_REPORT, PROFILER_RULE_SPECS
 from .rules import RULE_CLASSES, from_name
 from .runtime.evaluator import cloudwatch
 from .runtime.evaluator.advice import OUTCOMES, outcome
@@ -91,8 +91,9 @@ def parse_rule_option(option: str) -> RuleConfig:
         params[key.strip()] = coerce_parameter(value)
     if name in TENSOR_RULES:
         try:
+            check_tensor_parameters(name, params)
             return tensor_config(name, params)
-        except RuleConfigError as exc:
+        except (ConfigurationError, RuleConfigError) as exc:
             raise UsageError(f"--rule {option!r}: {exc}") from exc
     try:
         rule = HEALTH_RULE_CLASSES[name](**params) if name in HEALTH_RULE_CLASSES else from_name(name, **params)
@@ -101,6 +102,21 @@ def parse_rule_option(option: str) -> RuleConfig:
     except TypeError as exc:
         raise UsageError(f"--rule {option!r}: {exc}") from exc
     return RuleConfig(rule.name, rule.rule_to_invoke, dict(rule.parameters))
+
+
+def check_tensor_parameters(name: str, params: dict[str, Any]) -> None:
+    """Check a tensor rule's --rule values with the parameter specs ProfiledTrainingJob(debugger_rules=...) uses.
+
+    A value the command line read as a number or a boolean is checked as the text it was where the spec takes text
+    (``tensor_regex=0``, ``token_values=0``)."""
+    from .model.rules.debugger import RULE_CLASSES as DEBUGGER_RULE_CLASSES
+
+    specs = {p.name: p for p in DEBUGGER_RULE_CLASSES[name].spec.parameters}
+    as_given = {key: str(value) if key in specs and "str" in specs[key].python_type and not isinstance(value, str)
+                else value for key, value in params.items()}
+    unknown = [key for key in as_given if key not in specs]
+    if not unknown:  # the evaluator names unknown parameters with the whole list it accepts
+        DEBUGGER_RULE_CLASSES[name](**as_given)
 
 
 def resolve_rules(options: Sequence[str]) -> list[RuleConfig]:
@@ -294,32 +310,31 @@ def export_to_mlflow(args: argparse.Namespace, evaluation: Evaluation, out: Path
     return export(target, evaluation.results, windows, files)
 
 
-def listed_parameters(spec: Any) -> list[Any]:
-    """A rule's parameters as users set them, scan_interval_us (the analysis window's length) included."""
-    return list(spec.parameters)
-
-
-def _parameter(p: Any) -> dict[str, Any]:
-    return {"name": p.name, "default": p.default, "description": p.doc}
-
-
 def rules_catalog() -> dict[str, Any]:
-    """``rules --format json``: what tooling needs to build or check a --rule option, and the metric rules."""
-    from .model.metric_rules import METRIC_RULE_SPECS
+    """``rules --format json``: what tooling needs to build or check a --rule option: every rule the command evaluates
+    with every parameter (scan_interval_us included), its default, type and accepted values, from the model's one
+    parameter vocabulary; and the metric rules, which only the RuleEvaluator runs."""
+    from .model.rules.debugger_catalog import DEBUGGER_RULE_SPECS
+    from .model.rules.metric import METRIC_RULE_SPECS
 
     rules: list[dict[str, Any]] = [
-        {"name": name, "summary": spec.summary, "parameters": [_parameter(p) for p in listed_parameters(spec)]}
+        {"name": name, "summary": spec.summary, "parameters": [p.describe() for p in spec.parameters]}
         for name, spec in {**PROFILER_RULE_SPECS, **HEALTH_RULE_SPECS}.items()
     ]
     rules.append({"name": PROFILER_REPORT, "summary": "Runs every rule above with its defaults and writes the HTML "
                   "report; override a rule's parameter with <RuleName>_<parameter>=<value>.", "parameters": [],
                   "overridable": list(OVERRIDABLE_BY_PROFILER_REPORT)})
+    tensor_rules = [
+        {"name": name, "summary": DEBUGGER_RULE_SPECS[name].summary,
+         "parameters": [p.describe() for p in DEBUGGER_RULE_SPECS[name].parameters]}
+        for name in TENSOR_RULES
+    ]
     metric_rules = [
         {"name": name, "summary": spec.summary, "metrics": list(spec.metric_arguments),
-         "parameters": [_parameter(p) for p in spec.parameters], "replaces": spec.debugger_rule}
+         "parameters": [p.describe() for p in spec.parameters], "replaces": spec.debugger_rule}
         for name, spec in METRIC_RULE_SPECS.items()
     ]
-    return {"rules": rules, "metric_rules": metric_rules}
+    return {"rules": rules, "tensor_rules": tensor_rules, "metric_rules": metric_rules}
 
 
 def cmd_rules(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
@@ -333,6 +348,10 @@ def cmd_rules(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:
     stdout.write(f"{PROFILER_REPORT}\n    Runs every rule above with its defaults and writes the HTML report; override with "
                  f"<RuleName>_<parameter>, e.g. --rule {PROFILER_REPORT}:LowGPUUtilization_window=60\n"
                  f"    overridable: {', '.join(OVERRIDABLE_BY_PROFILER_REPORT)}\n\n")
+    stdout.write("Tensor rules (evaluate --rule NAME[:param=value,...] on the tensor collector's output; RuleEvaluator; "
+                 "debugger_rules= of a ProfiledTrainingJob; a parameter without a default is not set)\n\n")
+    for rule in catalog["tensor_rules"]:
+        _write_rule(stdout, rule)
     stdout.write("Metric rules (RuleEvaluator only: they read the job's training metrics from CloudWatch, named by "
                  "its metric_definitions)\n\n")
     for rule in catalog["metric_rules"]:
@@ -347,9 +366,7 @@ def _write_rule(stdout: TextIO, rule: dict[str, Any], note: str | None = None) -
         stdout.write(f"    {note}\n")
     for p in rule["parameters"]:
         doc = f"  # {p['description']}" if p["description"] else ""
-        stdout.write(f"    {p['name']} = {p['default']!r}{doc}\n")
-    if not rule["parameters"]:
-        stdout.write("    (no parameters)\n")
+        stdout.write(f"    {p['name']} = {p['default']!r}  ({p['accepts']}){doc}\n")
 
 
 def cmd_sample(args: argparse.Namespace, stdout: TextIO, stderr: TextIO) -> int:

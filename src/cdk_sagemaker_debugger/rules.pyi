@@ -2,12 +2,12 @@
 
 from typing import Any
 
-from .model.health_rules import HealthRule as HealthRule
-from .model.metric_rules import MetricRule as MetricRule
-from .model.profiler_rules import BuiltinProfilerRule as BuiltinProfilerRule
-from .model.profiler_rules import CustomProfilerRule as CustomProfilerRule
-from .model.profiler_rules import ProfilerReport as ProfilerReport
-from .model.profiler_rules import ProfilerRule as ProfilerRule
+from .model.rules.health import HealthRule as HealthRule
+from .model.rules.metric import MetricRule as MetricRule
+from .model.rules.profiler import BuiltinProfilerRule as BuiltinProfilerRule
+from .model.rules.profiler import CustomProfilerRule as CustomProfilerRule
+from .model.rules.profiler import ProfilerReport as ProfilerReport
+from .model.rules.profiler import ProfilerRule as ProfilerRule
 
 def from_name(rule_name: str, **parameters: Any) -> ProfilerRule: ...
 

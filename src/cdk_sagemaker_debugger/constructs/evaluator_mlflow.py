@@ -1,8 +1,9 @@
 """``RuleEvaluator(mlflow=EvaluatorMlflow(...))``: the evaluator writes each job's verdicts into the job's own MLflow run
 (the run SageMaker created from the job's ``MlflowConfig``; ``DescribeTrainingJob`` returns its ``MlflowRunId``).
 
-The MLflow client is not in the evaluator's asset (it would be ten times the evaluator's size): it comes as a Lambda
-layer, built once with ``pip install --target python 'mlflow-skinny>=3' sagemaker-mlflow`` (docs/evaluator.md, MLflow).
+The MLflow client is not in the evaluator's asset (it would be a hundred times the evaluator's size): it comes as a
+Lambda layer, by default the stack's ``MlflowLayer`` that the synth builds from the library's pinned requirements
+(docs/evaluator.md, MLflow).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from constructs import Construct
 from ..model.contract import EvaluatorEnvironment
 from ..model.errors import ConfigurationError
 from ..model.parameters import is_token
+from .mlflow_layer import MlflowLayer
 
 #: What the export calls on the tracking server: read the run (it must exist), then one LogBatch of tags and metrics.
 TRACKING_SERVER_ACTIONS = ("sagemaker-mlflow:GetRun", "sagemaker-mlflow:LogBatch")
@@ -26,22 +28,22 @@ class EvaluatorMlflow:
 
     Example::
 
-        layer = lambda_.LayerVersion(stack, "Mlflow", code=lambda_.Code.from_asset("build/mlflow-layer"),
-                                     compatible_runtimes=[lambda_.Runtime.PYTHON_3_12])
         RuleEvaluator(stack, "Evaluator", training_jobs=job.training_jobs,
                       mlflow=EvaluatorMlflow(tracking_server_arn=server_arn, artifact_bucket=artifacts,
-                                             artifact_prefix="mlflow", layer=layer))
+                                             artifact_prefix="mlflow"))
     """
 
-    def __init__(self, *, tracking_server_arn: str, artifact_bucket: s3.IBucket, layer: lambda_.ILayerVersion,
-                 artifact_prefix: str = "") -> None:
+    def __init__(self, *, tracking_server_arn: str, artifact_bucket: s3.IBucket,
+                 layer: lambda_.ILayerVersion | None = None, artifact_prefix: str = "") -> None:
         """
         Args:
             tracking_server_arn: the SageMaker MLflow tracking server the jobs log to (their
                 ``MlflowConfig.MlflowResourceArn``); a job that names another server is not written. Required.
             artifact_bucket: the tracking server's artifact store bucket (its ``ArtifactStoreUri``): the report and
                 the summary are uploaded there by the MLflow client. Required.
-            layer: a Lambda layer with ``mlflow-skinny`` and ``sagemaker-mlflow`` under ``python/``. Required.
+            layer: a Lambda layer with ``mlflow-skinny`` and ``sagemaker-mlflow`` under ``python/``, for Python 3.14
+                on arm64. Default: ``MlflowLayer.shared(stack)``, the stack's one layer that the synth builds from
+                the library's pinned requirements with pip (the synth then needs the package index).
             artifact_prefix: the artifact store's key prefix (the path of its ``ArtifactStoreUri``). Default: "" (the
                 whole bucket).
         """
@@ -57,7 +59,7 @@ class EvaluatorMlflow:
             raise ConfigurationError("not a tracking server ARN; pass the ARN of a SageMaker MLflow tracking server "
                                      "(arn:aws:sagemaker:<region>:<account>:mlflow-tracking-server/<name>)",
                                      where=where, field="mlflow.tracking_server_arn", value=self.tracking_server_arn)
-        function.add_layers(self.layer)
+        function.add_layers(self.layer if self.layer is not None else MlflowLayer.shared(scope))
         function.add_environment(EvaluatorEnvironment.MLFLOW_TRACKING_SERVER_ARN, self.tracking_server_arn)
         server = iam.Grant.add_to_principal(grantee=role, actions=list(TRACKING_SERVER_ACTIONS),
                                             resource_arns=[self.tracking_server_arn])

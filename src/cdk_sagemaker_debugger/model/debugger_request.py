@@ -11,11 +11,11 @@ from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from .debug_hook import CollectionRequest, DebugHookConfig, TensorBoardOutputConfig, merge_collections
-from .debugger_rules import Rule, RulePermissions
 from .errors import ConfigurationError, ConfigurationTypeError
 from .frameworks import FrameworkInfo
-from .parameters import is_token
-from .profiler_rules import ProfilerRule
+from .rules.debugger import Rule, RulePermissions
+from .rules.profiler import ProfilerRule
+from .tokens import is_token
 
 __all__ = ["DebuggerRequest", "render_debugger_request", "resolve_debug_hook", "MAX_DEBUGGER_RULES"]
 

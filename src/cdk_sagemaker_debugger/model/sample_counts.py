@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .parameters import is_token
-from .profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
+from .rules.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
 
 __all__ = ["DEFAULT_INTERVAL_MS", "COUNTED_PARAMETERS", "SLOW_JUDGEMENT_S", "coarse_sampling_warnings"]
 
