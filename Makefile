@@ -10,6 +10,10 @@ PY := $(VENV)/bin/python
 # (tests/toolkit/test_toolkit_run.py). The tests find them at these paths.
 VENV_SDK := .venv-sdk
 VENV_TOOLKIT := .venv-toolkit
+# checkov, for the reference templates' checkov test (tests/test_reference_app.py): it pins older boto3, botocore and
+# packaging than the dev venv holds, so it gets a venv of its own.
+VENV_CHECKOV := .venv-checkov
+CHECKOV_REQUIREMENTS := tests/checkov/requirements.txt
 SDK_REQUIREMENTS := tests/sdk/requirements.txt
 TOOLKIT_REQUIREMENTS := tests/toolkit/requirements.txt
 # Asked only once the venv exists: on a fresh clone the first recipe (creating the venv) must not try to run it.
@@ -46,7 +50,13 @@ $(VENV_TOOLKIT)/.stamp: $(TOOLKIT_REQUIREMENTS)
 	$(VENV_TOOLKIT)/bin/python -m pip install --quiet -r $(TOOLKIT_REQUIREMENTS)
 	touch $@
 
-side-venvs: $(VENV_SDK)/.stamp $(VENV_TOOLKIT)/.stamp
+$(VENV_CHECKOV)/.stamp: $(CHECKOV_REQUIREMENTS)
+	rm -rf $(VENV_CHECKOV)
+	$(PYTHON) -m venv $(VENV_CHECKOV)
+	$(VENV_CHECKOV)/bin/python -m pip install --quiet -r $(CHECKOV_REQUIREMENTS)
+	touch $@
+
+side-venvs: $(VENV_SDK)/.stamp $(VENV_TOOLKIT)/.stamp $(VENV_CHECKOV)/.stamp
 
 node_modules/.stamp-cli: package.json package-lock.json $(VENV)/.stamp-deps
 	$(NPM) ci --no-audit --no-fund --loglevel=error
@@ -98,4 +108,4 @@ bench: venv
 	$(PY) benchmarks/tensors.py
 
 clean:
-	rm -rf cdk.out build/api dist $(VENV) $(VENV_SDK) $(VENV_TOOLKIT) node_modules .pytest_cache
+	rm -rf cdk.out build/api dist $(VENV) $(VENV_SDK) $(VENV_TOOLKIT) $(VENV_CHECKOV) node_modules .pytest_cache

@@ -154,7 +154,8 @@ def provision(deployed: TemplateResolver, endpoint: str) -> dict[str, Any]:
     dynamodb.create_table(TableName=table_name, KeySchema=table["KeySchema"],
                           AttributeDefinitions=table["AttributeDefinitions"], BillingMode="PAY_PER_REQUEST")
     sns = client(endpoint, "sns")
-    topic_id, _ = deployed.one("AWS::SNS::Topic")
+    # the notification topic (not the alarm's operations topic, which only its CloudWatch alarms notify)
+    topic_id, _ = deployed.one("AWS::SNS::Topic", lambda p: p.get("DisplayName") == "SageMaker rule alarm")
     topic_arn = sns.create_topic(Name=deployed.physical_name(topic_id))["TopicArn"]
     assert topic_arn == deployed.arn(topic_id)
     inbox = sqs.create_queue(QueueName="inbox")["QueueUrl"]

@@ -15,6 +15,8 @@ from aws_cdk.assertions import Template
 from helpers import ROOT, scrub
 from syrupy.extensions.json import JSONSnapshotExtension
 
+from cdk_sagemaker_debugger import ProfiledTrainingJob, RuleAlarm, RuleEvaluator, TrainingDashboard, TrainingPipeline
+from cdk_sagemaker_debugger.constructs._cdk.compliance import ACKNOWLEDGED
 from stacks.registry import REFERENCE_STACKS, build_app
 
 NODE_MODULES_CDK = ROOT / "node_modules" / "aws-cdk" / "bin" / "cdk"
@@ -103,29 +105,149 @@ def test_cfn_lint_reports_no_errors(cli_synth):
     assert other == [], "\n".join(other)
 
 
+#: The cdk-nag packs the reference app passes (docs/compliance.md).
+NAG_PACKS = ("AwsSolutions", "HIPAA.Security", "NIST.800.53.R5")
+COMPLIANCE_DOC = ROOT / "docs" / "compliance.md"
+#: The library constructs that own resources, by the class name docs/compliance.md names resources with.
+LIBRARY_CONSTRUCTS = (ProfiledTrainingJob, RuleEvaluator, RuleAlarm, TrainingDashboard, TrainingPipeline)
+
+
+CHECKOV = ROOT / ".venv-checkov" / "bin" / "checkov"
+
+
+def test_every_lambda_function_reserves_concurrency(cli_synth):
+    """What checkov's CKV_AWS_115 asks (a function-level concurrent execution limit), on every function of the
+    reference templates: the library's defaults deploy with a reservation (the new-account path removes them)."""
+    functions = {(stack, logical_id): resource["Properties"] for stack, template in _templates(cli_synth).items()
+                 for logical_id, resource in template["Resources"].items() if resource["Type"] == "AWS::Lambda::Function"}
+    assert functions
+    unlimited = sorted(key for key, props in functions.items()
+                       if not isinstance(props.get("ReservedConcurrentExecutions"), int))
+    assert unlimited == []
+
+
 @pytest.fixture(scope="session")
-def nag_report(tmp_path_factory) -> dict[str, Any]:
+def checkov_report(cli_synth) -> list[dict[str, Any]]:
+    """checkov (its own venv, ``make side-venvs``; it pins older boto3 and packaging than the dev venv) on the
+    reference templates, offline."""
+    if not CHECKOV.exists():
+        if os.environ.get("CI"):
+            pytest.fail(".venv-checkov is missing: run `make side-venvs` (make test does it).")
+        pytest.skip(".venv-checkov is missing: `make test` (or `make side-venvs`) creates it")
+    result = subprocess.run(
+        [str(CHECKOV), "--directory", str(cli_synth), "--framework", "cloudformation", "--output", "json", "--compact",
+         "--skip-download"],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "BC_SKIP_MAPPING": "TRUE"},
+    )
+    assert result.returncode in (0, 1), result.stderr[-4000:]  # 1: some check failed
+    report = json.loads(result.stdout)
+    return report if isinstance(report, list) else [report]
+
+
+def _checkov_failures(report: list[dict[str, Any]]) -> dict[str, list[str]]:
+    failed: dict[str, list[str]] = {}
+    for framework in report:
+        for check in framework["results"]["failed_checks"]:
+            stack = Path(check["file_path"]).name.removesuffix(".template.json")
+            failed.setdefault(check["check_id"], []).append(f"{stack}:{check['resource']}")
+    return failed
+
+
+def test_checkov_finds_every_function_with_a_concurrency_limit(checkov_report):
+    passed = [c for framework in checkov_report for c in framework["results"]["passed_checks"]
+              if c["check_id"] == "CKV_AWS_115"]
+    assert passed, "checkov did not run CKV_AWS_115 on the reference templates"
+    assert _checkov_failures(checkov_report).get("CKV_AWS_115", []) == []
+
+
+def test_checkov_findings_are_the_documented_ones(checkov_report):
+    """Every check checkov fails on the reference templates is one docs/compliance.md explains."""
+    documented = set(re.findall(r"`(CKV_AWS_\d+)`", COMPLIANCE_DOC.read_text())) - {"CKV_AWS_115"}
+    assert sorted(set(_checkov_failures(checkov_report)) - documented) == []
+
+
+@pytest.fixture(scope="session")
+def nag_synth(tmp_path_factory) -> tuple[cdk.App, dict[str, Any]]:
+    from cdk_nag import AwsSolutionsChecks, HIPAASecurityChecks, NIST80053R5Checks
+
     out = tmp_path_factory.mktemp("nag")
-    app = build_app(cdk.App(outdir=str(out)), nag=True)
-    app.synth()  # raises when any AwsSolutions finding is not acknowledged
-    return json.loads((out / "validation-report.json").read_text())
+    app = build_app(cdk.App(outdir=str(out)), nag=False)
+    cdk.Validations.of(app).add_plugins(AwsSolutionsChecks(app), HIPAASecurityChecks(app), NIST80053R5Checks(app))
+    app.synth()  # raises when any finding of the three packs is not acknowledged
+    return app, json.loads((out / "validation-report.json").read_text())
+
+
+@pytest.fixture(scope="session")
+def nag_report(nag_synth) -> dict[str, Any]:
+    return nag_synth[1]
 
 
 def test_cdk_nag_has_no_unacknowledged_findings(nag_report):
-    (aws_solutions,) = [r for r in nag_report["pluginReports"] if r["pluginName"] == "AwsSolutions"]
-    assert aws_solutions["conclusion"] == "success"
-    assert aws_solutions["violations"] == []
+    reports = {r["pluginName"]: r for r in nag_report["pluginReports"]}
+    assert sorted(reports) == sorted(NAG_PACKS)
+    for pack in NAG_PACKS:
+        assert reports[pack]["conclusion"] == "success", pack
+        assert reports[pack]["violations"] == [], pack
 
 
-def test_every_acknowledged_finding_has_a_specific_reason(nag_report):
-    suppressed = [v for r in nag_report["pluginReports"] for v in r.get("suppressedViolations", [])]
-    assert suppressed, "expected the documented acknowledgements (IAM5 wildcards, S1)"
-    for violation in suppressed:
-        reason = violation["reason"]
-        assert len(reason) >= 40, f"{violation['ruleName']}: reason too short: {reason!r}"
-        assert "[" not in violation["ruleName"] or violation["acknowledgedId"].endswith("]"), (
-            f"{violation['ruleName']} acknowledged by rule, not by the specific finding"
-        )
+def _documented() -> dict[tuple[str, str], str]:
+    """(rule id, resource) -> reason, from the table of docs/compliance.md ("Acknowledged findings")."""
+    text = COMPLIANCE_DOC.read_text()
+    table = text[text.index("| Rule ids | Resources | Reason |"):].split("\n\n", 1)[0].splitlines()[2:]
+    documented = {}
+    for row in table:
+        rule_ids, resources, reason = (cell.strip() for cell in row.strip().strip("|").split(" | "))
+        for rule_id in re.findall(r"`([^`]+)`", rule_ids):
+            for resource in re.findall(r"`([^`]+)`", resources):
+                assert (rule_id, resource) not in documented, f"{rule_id} on {resource} is documented twice"
+                documented[rule_id, resource] = reason
+    assert documented, "docs/compliance.md has no table of acknowledged findings"
+    return documented
+
+
+def _owners(app: cdk.App) -> dict[str, str]:
+    """Path of every library construct of the app -> its class name."""
+    return {node.node.path: type(node).__name__ for node in app.node.find_all()
+            if isinstance(node, LIBRARY_CONSTRUCTS)}
+
+
+def _named(path: str, owners: dict[str, str]) -> str:
+    """``Stack/Job/Evaluator/Function/Resource`` -> ``RuleEvaluator/Function`` (the nearest library construct)."""
+    parts = path.split("/")
+    if parts[-1] == "Resource":
+        parts = parts[:-1]
+    for end in range(len(parts) - 1, 0, -1):
+        owner = owners.get("/".join(parts[:end]))
+        if owner is not None:
+            return "/".join([owner, *parts[end:]])
+    return path  # not below a library construct: never documented, so the comparison shows it
+
+
+def test_acknowledged_findings_are_the_documented_ones(nag_synth):
+    """Every acknowledgement of the three packs on the reference app is in the docs table (rule id and resource), and
+    every row of the table is used; the HIPAA and NIST reasons are the table's, word for word."""
+    app, report = nag_synth
+    owners, documented = _owners(app), _documented()
+    acknowledged: dict[tuple[str, str], set[str]] = {}
+    for pack in report["pluginReports"]:
+        for violation in pack.get("suppressedViolations", []):
+            rule_id = violation["ruleName"].split("[")[0]
+            for construct in violation["violatingConstructs"]:
+                key = (rule_id, _named(construct["constructPath"], owners))
+                acknowledged.setdefault(key, set()).add(violation["reason"])
+    assert sorted(set(acknowledged) - set(documented)) == [], "acknowledged but not in docs/compliance.md"
+    assert sorted(set(documented) - set(acknowledged)) == [], "in docs/compliance.md but not acknowledged"
+    for (rule_id, resource), reasons in acknowledged.items():
+        if not rule_id.startswith("AwsSolutions-"):  # AwsSolutions reasons are per finding (the table summarises)
+            assert reasons == {documented[rule_id, resource]}, (rule_id, resource)
+
+
+def test_the_docs_table_is_the_librarys_list():
+    """The HIPAA and NIST rows of docs/compliance.md are exactly what the constructs acknowledge from."""
+    listed = {(rule_id, resource): entry.reason for entry in ACKNOWLEDGED for rule_id in entry.rule_ids
+              for resource in entry.resources}
+    documented = {key: reason for key, reason in _documented().items() if not key[0].startswith("AwsSolutions-")}
+    assert documented == listed
 
 
 @pytest.fixture(scope="session")

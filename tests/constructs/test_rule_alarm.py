@@ -62,7 +62,8 @@ def template(synthesized: dict[str, Any]) -> Template:
 def _only(template: Template, resource_type: str, props: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
     found = template.find_resources(resource_type, {"Properties": props} if props else None)
     found = {k: v for k, v in found.items() if not k.startswith("JobEvaluator")  # not the job's own evaluator
-             and not k.startswith("AlarmSubscriptionDeadLetterQueue")}  # the subscriptions' queue has its own test
+             and not k.startswith("AlarmSubscriptionDeadLetterQueue")  # the subscriptions' queue has its own test
+             and not k.startswith("AlarmOpsTopic")}  # the default ops topic: tests/constructs/test_rule_alarm_ops_topic.py
     assert len(found) == 1, f"expected one {resource_type}, found {sorted(found)}"
     ((logical_id, resource),) = found.items()
     return logical_id, resource["Properties"]

@@ -14,17 +14,19 @@ from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_sns as sns
-from constructs import IConstruct
+from constructs import Construct, IConstruct
 
 from ..model.errors import ConfigurationTypeError
 
-__all__ = ["AlarmActions", "allow_alarm_notifications", "owned_alarm_name"]
+__all__ = ["AlarmActions", "allow_alarm_notifications", "own_ops_topic", "owned_alarm_name"]
 
 _CLOUDWATCH = "cloudwatch.amazonaws.com"
 # Topics (and keys) whose policy already admits the library's alarms, with the alarm ARNs admitted: the statement is
 # added once per resource and lists every alarm that notifies through it when the template is written.
 # Keyed by stack and construct path: jsii may hand out a new Python object for the same key (``topic.master_key``).
 _ADMITTED: weakref.WeakKeyDictionary[cdk.Stack, dict[str, list[str]]] = weakref.WeakKeyDictionary()
+# Keys defined outside the app (their policy cannot be changed here), by stack and construct path.
+_FOREIGN_KEYS: weakref.WeakKeyDictionary[cdk.Stack, set[str]] = weakref.WeakKeyDictionary()
 
 
 @jsii.implements(cdk.IStableListProducer)
@@ -50,6 +52,19 @@ def owned_alarm_name(alarm: cloudwatch.Alarm) -> str:
     name = cdk.Names.unique_resource_name(alarm, separator="-", max_length=255)
     cfn.alarm_name = name
     return name
+
+
+def own_ops_topic(scope: Construct, key: kms.Key | None) -> sns.Topic:
+    """An operations topic of ``scope``'s own (``OpsTopic``): SSL only, no subscriber, encrypted with ``key`` (a key
+    defined here, whose policy can admit CloudWatch) or, when None, a new key with rotation (``OpsTopicKey``).
+
+    For constructs given no ``ops_topic``: their health alarms notify it instead of having no action, and an
+    operator subscribes to it. The library's alarms are admitted on it (and on its key) by :class:`AlarmActions`."""
+    if key is None:
+        key = kms.Key(scope, "OpsTopicKey", enable_key_rotation=True,
+                      description=f"Encrypts the operations notifications of {scope.node.path}")
+    return sns.Topic(scope, "OpsTopic", master_key=key, enforce_ssl=True,
+                     display_name="SageMaker rule alarm operations")
 
 
 def _alarm_arn(alarm: cloudwatch.Alarm) -> str:
@@ -86,15 +101,21 @@ class AlarmActions:
     def __bool__(self) -> bool:
         return self.ops_topic is not None or bool(self.extra)
 
-    def apply(self, alarm: cloudwatch.Alarm) -> None:
-        """Add the actions to ``alarm``, and admit that alarm (its exact ARN) on ``ops_topic`` and its key."""
-        if self.ops_topic is not None:
-            action = cloudwatch_actions.SnsAction(self.ops_topic)
-            alarm.add_alarm_action(action)
-            alarm.add_ok_action(action)
-            allow_alarm_notifications(alarm.node.scope or alarm, self.ops_topic, alarms=[alarm])
-        if self.extra:
-            alarm.add_alarm_action(*self.extra)
+    def apply(self, *alarms: cloudwatch.Alarm) -> None:
+        """Add the actions to ``alarms``, and admit them (their exact ARNs) on ``ops_topic`` and its key: one call
+        per construct holding some of them (so a warning names all of that construct's alarms at once)."""
+        by_scope: dict[str, tuple[IConstruct, list[cloudwatch.Alarm]]] = {}
+        for alarm in alarms:
+            if self.ops_topic is not None:
+                action = cloudwatch_actions.SnsAction(self.ops_topic)
+                alarm.add_alarm_action(action)
+                alarm.add_ok_action(action)
+                scope = alarm.node.scope or alarm
+                by_scope.setdefault(scope.node.path, (scope, []))[1].append(alarm)
+            if self.extra:
+                alarm.add_alarm_action(*self.extra)
+        for scope, held in by_scope.values():
+            allow_alarm_notifications(scope, self.ops_topic, alarms=held)  # type: ignore[arg-type]
 
 
 def allow_alarm_notifications(scope: IConstruct, topic: sns.ITopic, key: kms.IKey | None = None, *,
@@ -116,13 +137,16 @@ def allow_alarm_notifications(scope: IConstruct, topic: sns.ITopic, key: kms.IKe
             sid="CloudWatchAlarmsPublish", principals=[iam.ServicePrincipal(_CLOUDWATCH)], actions=["sns:Publish"],
             resources=[topic.topic_arn], conditions=_conditions(stack, admitted)))
     key = key if key is not None else topic.master_key
-    admitted = None if key is None else _admitted(key, arns)
-    if key is None or admitted is None:
+    if key is None:
         return
-    added = key.add_to_resource_policy(iam.PolicyStatement(
-        sid="CloudWatchAlarmsUseKey", principals=[iam.ServicePrincipal(_CLOUDWATCH)],
-        actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"], conditions=_conditions(stack, admitted)))
-    if not added.statement_added:
+    foreign = _FOREIGN_KEYS.setdefault(stack, set())
+    admitted = None if key.node.path in foreign else _admitted(key, arns)
+    if admitted is not None and not key.add_to_resource_policy(iam.PolicyStatement(
+            sid="CloudWatchAlarmsUseKey", principals=[iam.ServicePrincipal(_CLOUDWATCH)],
+            actions=["kms:Decrypt", "kms:GenerateDataKey*"], resources=["*"],
+            conditions=_conditions(stack, admitted))).statement_added:
+        foreign.add(key.node.path)
+    if key.node.path in foreign:  # every construct whose alarms need the statement is told
         cdk.Annotations.of(scope).add_warning_v2(
             "cdk-sagemaker-debugger:opsTopicKey",
             f"The KMS key of the topic {topic.node.path} is not defined in this app, so its policy cannot be changed "

@@ -26,6 +26,7 @@ from ..model.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFILER_RE
 from ..runtime.evaluator.cloudwatch import instance_devices, known_without_gpu
 from ._alarm_actions import AlarmActions
 from ._cdk.checks import check_reserved_concurrency
+from ._cdk.compliance import acknowledge_compliance
 from ._cdk.images import concrete_region
 from ._cdk.lambda_function import RuntimeFunction, runtime_function
 from ._cdk.nag import acknowledge_wildcards
@@ -101,8 +102,8 @@ class TrainingDashboard(Construct):
             Required.
         evaluator: the ``RuleEvaluator`` whose verdicts and health are shown and alarmed. Default: the training job's
             ``evaluator`` (none for jobs started elsewhere).
-        alarm: a ``RuleAlarm`` whose handler health and alarms are shown. When it was created without ``ops_topic``,
-            its two alarms get this dashboard's actions too. Default: none.
+        alarm: a ``RuleAlarm`` whose handler health and alarms are shown. When it was created without ``ops_topic``
+            (its two alarms notify its own operations topic), they get this dashboard's actions too. Default: none.
         ops_topic: the SNS topic every alarm notifies on ALARM and OK; CloudWatch is allowed to publish to it (and to
             use its KMS key) when the topic is defined in the app. Default: none (alarms without actions).
         alarm_actions: more actions run on ALARM by every alarm (``cloudwatch.IAlarmAction``). Default: none.
@@ -178,6 +179,7 @@ class TrainingDashboard(Construct):
         self.dashboard = cloudwatch.Dashboard(self, "Dashboard", dashboard_name=dashboard_name, start="-PT12H")
         for row in self._rows():
             self.dashboard.add_widgets(*row)
+        acknowledge_compliance(self, "TrainingDashboard")
 
     # -- props ---------------------------------------------------------------------------------------------------------
     @staticmethod
@@ -293,10 +295,9 @@ class TrainingDashboard(Construct):
     def _apply_actions(self) -> None:
         if not self._actions:
             return
-        adopted = [] if self.alarm is None or self.alarm.ops_topic is not None else [
-            self.alarm.dead_letter_alarm, self.alarm.errors_alarm]
-        for alarm in [*self.alarms, *adopted]:
-            self._actions.apply(alarm)
+        adopted = [] if self.alarm is None or not self.alarm.ops_topic_created or (
+            self._actions.ops_topic is self.alarm.ops_topic) else [self.alarm.dead_letter_alarm, self.alarm.errors_alarm]
+        self._actions.apply(*self.alarms, *adopted)
 
     # -- metrics -------------------------------------------------------------------------------------------------------
     @property

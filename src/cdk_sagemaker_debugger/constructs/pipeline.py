@@ -15,6 +15,7 @@ from ..model.api_model import request_problems
 from ..model.contract import PIPELINE_EXECUTION_TAG, PIPELINE_JOB_NAME_PREFIX
 from ..model.job_family import check_pipeline_name
 from ..model.pipeline_definition import PLACEHOLDER_JOB_NAME, pipeline_definition
+from ._cdk.compliance import acknowledge_compliance
 from ._cdk.lazy import LazyPath
 from ._cdk.nag import acknowledge_wildcards
 
@@ -80,6 +81,7 @@ class TrainingPipeline(Construct):
         )
         self.pipeline.node.add_dependency(self.role)
         self.node.add_validation(_DefinitionValidation(self.definition))
+        acknowledge_compliance(self, "TrainingPipeline")
 
     def _training_roles(self) -> list[str]:
         roles = [step["Arguments"]["RoleArn"] for step in self.definition["Steps"]

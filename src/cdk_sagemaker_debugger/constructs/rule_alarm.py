@@ -27,8 +27,9 @@ from ..model.contract import EVENT_SOURCE, TRANSITION_DETAIL_TYPE, AlarmEnvironm
 from ..model.contract import STATUS_CHANGE_DETAIL_TYPE as EVALUATOR_DETAIL_TYPE
 from ..model.errors import ConfigurationError, ConfigurationTypeError, did_you_mean
 from ..model.parameters import is_token
-from ._alarm_actions import AlarmActions
+from ._alarm_actions import AlarmActions, own_ops_topic
 from ._cdk.checks import check_kind, check_log_retention, check_reserved_concurrency, whole_seconds
+from ._cdk.compliance import acknowledge_compliance
 from ._cdk.lambda_function import runtime_function
 from ._cdk.layout import EVALUATOR_REPORT_FOLDER, EVALUATOR_SUMMARY_FILE
 from ._cdk.nag import acknowledge, acknowledge_wildcards
@@ -104,11 +105,13 @@ class RuleAlarm(Construct):
             log_retention: retention of the handler's log group. Default: three months.
             max_messages_per_job: notifications per training job at most (1-1000). Default: 25.
             reserved_concurrency: concurrent handler runs at most (None: no reservation). Default: 5.
-            ops_topic: where the alarm's own two CloudWatch alarms notify. Default: None.
+            ops_topic: where the alarm's own two CloudWatch alarms notify on ALARM and OK. Default: an operations
+                topic of the alarm's own (``ops_topic``, no subscriber: subscribe your operations address to it),
+                encrypted with the alarm's topic key, or with a key of its own when ``topic_key`` is given.
         """
         super().__init__(scope, id)
         where = self.node.path
-        ops_actions = AlarmActions.checked(ops_topic, where=where)
+        AlarmActions.checked(ops_topic, where=where)
         self._use_family(training_jobs, rule_names, where)
         self.statuses: tuple[str, ...] = _check_statuses(statuses, where=where)
         self._use_actions(actions, where)
@@ -129,9 +132,12 @@ class RuleAlarm(Construct):
         self._create_rules()
         require_heard_evaluators(self)
         self._create_alarms()
-        #: Where the two alarms notify on ALARM and OK (None: no actions, unless a TrainingDashboard adds its own).
-        self.ops_topic = ops_topic
-        self._add_ops_actions(ops_actions)
+        #: True when the alarm created its ops topic (no ``ops_topic=``); a TrainingDashboard then adds its actions.
+        self.ops_topic_created: bool = ops_topic is None
+        #: Where the two alarms notify on ALARM and OK: the ``ops_topic`` given, or the alarm's own.
+        self.ops_topic: sns.ITopic = ops_topic or own_ops_topic(self, None if topic_key else self.topic_key)
+        AlarmActions(self.ops_topic).apply(self.dead_letter_alarm, self.errors_alarm)  # admitted there, no others
+        acknowledge_compliance(self, "RuleAlarm")
 
     def _use_family(self, training_jobs: TrainingJobs, rule_names: Sequence[str] | None, where: str) -> None:
         #: The jobs watched, and where they write.
@@ -384,11 +390,6 @@ class RuleAlarm(Construct):
         return self.topic.grant_publish(grantee)
 
     # ------------------------------------------------------------------------------------------------------------------
-    def _add_ops_actions(self, actions: AlarmActions) -> None:
-        if actions:  # the topic's policy (and its key's) admit exactly these two alarms
-            actions.apply(self.dead_letter_alarm)
-            actions.apply(self.errors_alarm)
-
     def _grant_handler_permissions(self) -> None:
         role, jobs = self.role, self.training_jobs
         statements = jobs.describe_statements()

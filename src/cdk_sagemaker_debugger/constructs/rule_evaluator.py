@@ -30,6 +30,7 @@ from ..model.parameters import is_token
 from ..model.profiler_catalog import PROFILER_REPORT, PROFILER_RULE_SPECS
 from ..model.profiler_rules import ProfilerReport, ProfilerRule
 from ._cdk.checks import check_kind, check_log_retention, check_reserved_concurrency, whole_seconds
+from ._cdk.compliance import acknowledge_compliance
 from ._cdk.lambda_function import runtime_function
 from ._cdk.layout import EVALUATOR_REPORT_FOLDER, EVALUATOR_STATE_FILE, EVALUATOR_STATE_TAG
 from ._cdk.lazy import LazyPath, lazy_string
@@ -179,6 +180,7 @@ class RuleEvaluator(Construct):
         #: The MLflow export's grants (empty without ``mlflow=``).
         self.mlflow_grants = self._bind_mlflow(mlflow)
         self._create_rules()
+        acknowledge_compliance(self, "RuleEvaluator")
 
     def _bind_mlflow(self, mlflow: EvaluatorMlflow | None) -> list[iam.Grant]:
         if mlflow is None:

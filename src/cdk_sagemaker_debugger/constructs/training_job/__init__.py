@@ -50,6 +50,7 @@ from ...model.request.members import (
 )
 from ...model.request.training import normalize_string_map
 from ...model.rule_engine import RuleEngine
+from .._cdk.compliance import acknowledge_compliance
 from .._cdk.images import concrete_region
 from .._cdk.lazy import LazyPath
 from .._cdk.nag import Findings
@@ -361,6 +362,7 @@ class ProfiledTrainingJob(Construct):
         if "training_jobs" in self.__dict__:  # the family was taken before the evaluator existed
             self.training_jobs.origin.evaluator = self.evaluator  # type: ignore[union-attr]
         self._findings.flush()
+        acknowledge_compliance(self, "ProfiledTrainingJob")
         self.deploy_trigger = start_on_deploy(self) if run_on_deploy else None
 
     # -- construction steps, in the order __init__ runs them ---------------------------------------------------------

@@ -1,0 +1,131 @@
+"""What cdk-nag's HIPAA Security and NIST 800-53 R5 packs report on the library's own resources and the library does
+not change, each with its reason: the one list the constructs acknowledge from and docs/compliance.md shows.
+
+Everything else those packs check is met by the resources themselves (alarm actions, log retention, encryption,
+point-in-time recovery, dead-letter queues, reserved concurrency). A finding is acknowledged on the one CloudFormation
+resource it is about, named by its path below the library construct that creates it, and only for the two packs'
+rule ids listed here; AwsSolutions findings are acknowledged where each resource is made (see ``nag.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import aws_cdk as cdk
+import jsii
+from constructs import Construct, IConstruct
+
+from .nag import acknowledge
+
+__all__ = ["COMPLIANCE_PACKS", "ACKNOWLEDGED", "Acknowledged", "acknowledge_compliance"]
+
+#: The cdk-nag packs whose findings this list acknowledges (the prefix of their rule ids).
+COMPLIANCE_PACKS = ("HIPAA.Security", "NIST.800.53.R5")
+
+
+@dataclass(frozen=True)
+class Acknowledged:
+    """One rule of both packs (``HIPAA.Security-<rule>`` and ``NIST.800.53.R5-<rule>``), the resources it is
+    acknowledged on (``<construct class>/<path below it>``) and why."""
+
+    rule: str
+    resources: tuple[str, ...]
+    reason: str
+
+    @property
+    def rule_ids(self) -> tuple[str, ...]:
+        return tuple(f"{pack}-{self.rule}" for pack in COMPLIANCE_PACKS)
+
+
+ACKNOWLEDGED: tuple[Acknowledged, ...] = (
+    Acknowledged(
+        "S3BucketLoggingEnabled", ("ProfiledTrainingJob/OutputBucket",),
+        "The output bucket is written only by SageMaker and the library's functions, under roles scoped to the "
+        "family's prefixes, and read through the same roles (CloudTrail records the API calls); server access logs "
+        "need a log bucket of their own. Pass output_bucket= with the bucket logging your organisation requires.",
+    ),
+    Acknowledged(
+        "S3BucketReplicationEnabled", ("ProfiledTrainingJob/OutputBucket",),
+        "Training outputs (model artifacts, profiler samples, rule reports) can be produced again by training again; "
+        "replication needs a second bucket in another region, which is the bucket owner's choice. Pass "
+        "output_bucket= with a replicated bucket when your recovery plan needs one.",
+    ),
+    Acknowledged(
+        "IAMNoInlinePolicy",
+        ("ProfiledTrainingJob/ExecutionRole", "ProfiledTrainingJob/ExecutionRole/DefaultPolicy",
+         "ProfiledTrainingJob/StateMachineRole", "ProfiledTrainingJob/StateMachineRole/DefaultPolicy",
+         "ProfiledTrainingJob/RuleActionsPolicy", "RuleEvaluator/Role/DefaultPolicy", "RuleEvaluator/Permissions",
+         "RuleAlarm/Role/DefaultPolicy", "TrainingDashboard/GpuWatch/Role/DefaultPolicy",
+         "TrainingDashboard/GpuWatch/UnscopedActions", "TrainingPipeline/ExecutionRole"),
+        "Each policy names the resources of one construct and belongs to the one role created with it; as customer "
+        "managed policies they could be attached to other principals and would outlive the role. Their statements "
+        "are still checked one by one (AwsSolutions-IAM5).",
+    ),
+    Acknowledged(
+        "CloudWatchLogGroupEncrypted",
+        ("ProfiledTrainingJob/StateMachineLogs", "RuleEvaluator/Logs", "RuleAlarm/Logs",
+         "TrainingDashboard/GpuWatch/Logs"),
+        "The logs hold job names, rule names, statuses and request ids, no training data; CloudWatch Logs encrypts "
+        "them at rest with its own keys. A customer-managed key would need a key policy for the logs service of "
+        "each region and a key per stack.",
+    ),
+    Acknowledged(
+        "LambdaInsideVPC",
+        ("RuleEvaluator/Function", "RuleAlarm/Handler", "TrainingDashboard/GpuWatch/Function"),
+        "The functions call only AWS APIs (SageMaker, S3, DynamoDB, SNS, EventBridge, CloudWatch) with their own "
+        "scoped roles and reach nothing inside a VPC; in one they would need a NAT gateway or an interface endpoint "
+        "per service.",
+    ),
+    Acknowledged(
+        "DynamoDBInBackupPlan", ("RuleAlarm/Ledger",),
+        "The ledger holds which verdicts were already notified, each item expiring after transition_retention; it "
+        "has point-in-time recovery (35 days). Restoring an older copy would only make notifications repeat.",
+    ),
+)
+
+
+def _by_construct() -> dict[str, dict[str, dict[str, str]]]:
+    """construct class -> path below it -> rule id -> reason."""
+    table: dict[str, dict[str, dict[str, str]]] = {}
+    for entry in ACKNOWLEDGED:
+        for resource in entry.resources:
+            kind, _, path = resource.partition("/")
+            ids = table.setdefault(kind, {}).setdefault(path, {})
+            for rule_id in entry.rule_ids:
+                ids[f"{rule_id.partition('-')[0]}::{rule_id}"] = entry.reason
+    return table
+
+
+_BY_CONSTRUCT = _by_construct()
+
+
+@jsii.implements(cdk.IAspect)
+class _AcknowledgeCompliance:
+    """Acknowledges, once, when the app is synthesized, the listed findings of the resources below one construct that
+    exist by then (a role's default policy may be created after the construct, by a grant of another one)."""
+
+    def __init__(self, root: Construct, paths: dict[str, dict[str, str]]) -> None:
+        self._root = root
+        self._paths: dict[str, dict[str, str]] | None = paths
+
+    def visit(self, node: IConstruct) -> None:
+        paths, self._paths = self._paths, None
+        for path, findings in (paths or {}).items():
+            resource = _find(self._root, path)
+            if resource is not None:
+                acknowledge(resource, findings)
+
+
+def _find(root: IConstruct, path: str) -> IConstruct | None:
+    node: IConstruct | None = root
+    for part in path.split("/"):
+        node = node.node.try_find_child(part) if node is not None else None
+    return node
+
+
+def acknowledge_compliance(construct: Construct, kind: str) -> None:
+    """Acknowledge, on each resource of ``construct`` (a library construct of class ``kind``) listed in
+    :data:`ACKNOWLEDGED`, that resource's findings of the two packs, when the app is synthesized."""
+    paths = _BY_CONSTRUCT.get(kind)
+    if paths:
+        cdk.Aspects.of(construct).add(_AcknowledgeCompliance(construct, paths))
