@@ -16,12 +16,17 @@ def finding_target(scope: IConstruct) -> cdk.CfnResource:
     Acknowledgements go there and nowhere else: cdk-nag matches an acknowledgement to every finding of the resources
     *below* the construct it sits on, so one on a role or a whole job would also hide what a user adds later (a
     ``Resource::*`` statement in the role's DefaultPolicy, say)."""
-    if cdk.CfnResource.is_cfn_resource(scope):
+    if _is_cfn_resource(scope):
         return scope  # type: ignore[return-value]
     child = scope.node.default_child
-    if child is None or not cdk.CfnResource.is_cfn_resource(child):
+    if child is None or not _is_cfn_resource(child):
         raise TypeError(f"{scope.node.path} is not backed by one CloudFormation resource; acknowledge on that resource")
     return child  # type: ignore[return-value]
+
+
+def _is_cfn_resource(scope: object) -> bool:
+    """Asked in Python first: jsii hands CloudFormation resources over as CfnResource subclasses (no round trip)."""
+    return isinstance(scope, cdk.CfnResource) or cdk.CfnResource.is_cfn_resource(scope)
 
 
 def acknowledge(scope: IConstruct, findings: dict[str, str], *, resource: cdk.CfnResource | None = None) -> None:

@@ -400,7 +400,7 @@ class ProfiledTrainingJob(Construct):
         self.output_prefix, self.output_s3_uri = location.prefix, location.s3_uri
         self._output_bucket_arn = location.bucket_arn
         self.profiler_s3_uri = self.profiler.s3_output_path or self.output_s3_uri
-        self.sampler_bundle = self.sampler.bundle(self) if self.sampler is not None else None
+        self.sampler_bundle = self.sampler.bundle(self._stack) if self.sampler is not None else None
         self.rule_output_s3_uri = self.output_s3_uri
 
     def _add_initial_debugger_rules(self, debugger_rules: Sequence[Rule] | None,

@@ -78,13 +78,14 @@ def create_launch(job: JobParts) -> Launch:
         logs=sfn.LogOptions(destination=log_group, level=CONSTANTS["log_level"], include_execution_data=False),
         comment=f"Starts a profiled SageMaker training job {job.job_name_prefix}-* per execution.",
     )
-    # The StateMachine construct adds its statements to the role's default policy, which exists now. (The role's
-    # node is read once: each property read is a round trip to jsii.)
-    role_node = role.node
-    job._findings.register("StateMachineRole", role_node.default_child)  # type: ignore[arg-type]
-    default_policy = role_node.try_find_child("DefaultPolicy")
-    if default_policy is not None:
-        job._findings.register("StateMachineRole/DefaultPolicy", default_policy.node.default_child)  # type: ignore[arg-type]
+    # The StateMachine construct adds its statements to the role's default policy, which exists now. The role's
+    # CloudFormation resources come in one list (each node lookup would be a round trip to jsii): its own
+    # (StateMachineRole/Resource) and its default policy's (StateMachineRole/DefaultPolicy/Resource).
+    for resource in role.node.find_all():
+        if isinstance(resource, iam.CfnRole):
+            job._findings.register("StateMachineRole", resource)
+        elif isinstance(resource, iam.CfnPolicy):
+            job._findings.register("StateMachineRole/DefaultPolicy", resource)
     return Launch(naming_state, launch_state, log_group, state_machine)
 
 
