@@ -41,18 +41,36 @@ from cdk_sagemaker_debugger import ProfiledTrainingJob, ProfilerRuleSet, RuleEng
 
 
 class JsiiRequests:
-    """Counts the requests this process sends to the jsii kernel (each one a round trip to Node.js)."""
+    """Counts the requests this process sends to the jsii kernel (each one a round trip to Node.js); with
+    ``by_site``, also by call site: the innermost frame of the library (or of this script) that sent it, with the
+    request's kind."""
 
     count = 0
+    sites: collections.Counter = collections.Counter()
+    by_site = False
     _send = _jsii_process._NodeProcess.send
+    _ours = (str(Path(__file__).resolve().parents[1] / "src"), str(Path(__file__).resolve()))
 
     @classmethod
     def install(cls) -> None:
         def counting_send(process, request, response_type):
             cls.count += 1
+            if cls.by_site:
+                cls.sites[(type(request).__name__.removesuffix("Request").lstrip("_"), cls._site())] += 1
             return cls._send(process, request, response_type)
 
         _jsii_process._NodeProcess.send = counting_send
+
+    @classmethod
+    def _site(cls) -> str:
+        frame = sys._getframe(2)
+        while frame is not None:
+            name = frame.f_code.co_filename
+            if name.startswith(cls._ours):
+                where = name.split("/src/", 1)[-1] if "/src/" in name else Path(name).name
+                return f"{where}:{frame.f_lineno} {frame.f_code.co_name}"
+            frame = frame.f_back
+        return "(outside)"
 
 REGION = "us-east-1"
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
@@ -510,12 +528,29 @@ def measure(construct, baseline, counts: list[int], repeat: int, per_stack: int 
     return sorted(rows)
 
 
+def print_sites(name: str, count: int, top: int) -> None:
+    """Where the construct side's jsii requests come from, per job."""
+    construct, _ = ENGINES[name]
+    JsiiRequests.sites.clear()
+    JsiiRequests.by_site = True
+    try:
+        _, _, requests = synth(construct, count, JOBS_PER_STACK[name])
+    finally:
+        JsiiRequests.by_site = False
+    print(f"{name}: {requests / count:.1f} jsii requests per job, by call site")
+    for (kind, site), sent in JsiiRequests.sites.most_common(top):
+        print(f"{sent / count:>7.2f}  {kind:<12} {site}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--counts", default="1,10,50")
     parser.add_argument("--engines", default=",".join(ENGINES),
                         help=f"comma-separated, of {', '.join(ENGINES)} (default: both)")
+    parser.add_argument("--sites", type=int, default=0, metavar="N",
+                        help="instead of timing, print the N call sites that send the most jsii requests per job "
+                             "(construct side, at the largest count, once)")
     args = parser.parse_args()
     counts = [int(c) for c in args.counts.split(",")]
     chosen = [name.strip() for name in args.engines.split(",")]
@@ -526,6 +561,10 @@ def main() -> None:
     for name in chosen:  # warm-up: jsii start, the built-in template validator, the assets' first staging
         for builder in ENGINES[name]:
             synth(builder, 1)
+    if args.sites:
+        for name in chosen:
+            print_sites(name, max(counts), args.sites)
+        return
     for name in chosen:
         per_stack = JOBS_PER_STACK[name]
         rows = measure(*ENGINES[name], counts, args.repeat, per_stack)
