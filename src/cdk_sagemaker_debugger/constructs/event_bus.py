@@ -55,6 +55,8 @@ class VerdictBus(Construct):
             self, "Bus", description="cdk-sagemaker-debugger: RuleEvaluator verdicts and continuation events"
         )
         self._publishers: list[iam.IRole] = []
+        # Each publisher's ARN, read once when it joins (the policy is rendered more than once at synth).
+        self._publisher_arns: list[str] = []
         #: Denies events:PutEvents to every principal but the publishers (all principals while there are none).
         #: The same AWS::Events::EventBusPolicy the L1 class writes, declared as a plain CfnResource: cdk-nag 3's
         #: EventBusOpenAccess check reads the L1's deprecated ``principal`` property from every CfnEventBusPolicy,
@@ -81,6 +83,7 @@ class VerdictBus(Construct):
         if any(known is role for known in self._publishers):
             return
         self._publishers.append(role)
+        self._publisher_arns.append(role.role_arn)
         self.bus.grant_put_events_to(role)
 
     def deny_statement(self) -> dict[str, Any]:
@@ -93,12 +96,18 @@ class VerdictBus(Construct):
             "Resource": self.bus.event_bus_arn,
         }
         if self._publishers:
-            statement["Condition"] = {"ArnNotEquals": {"aws:PrincipalArn": [r.role_arn for r in self._publishers]}}
+            statement["Condition"] = {"ArnNotEquals": {"aws:PrincipalArn": list(self._publisher_arns)}}
         return statement
 
 
+# The stack of each scope that asked (an evaluator asks for its bus, then to publish there: one lookup).
+_STACKS: weakref.WeakKeyDictionary[IConstruct, cdk.Stack] = weakref.WeakKeyDictionary()
+
+
 def _holder(scope: IConstruct) -> VerdictBus:
-    stack = cdk.Stack.of(scope)
+    stack = _STACKS.get(scope)
+    if stack is None:
+        stack = _STACKS[scope] = cdk.Stack.of(scope)
     holder = _BUSES.get(stack)
     if holder is None:
         existing = stack.node.try_find_child(VERDICT_BUS_ID)

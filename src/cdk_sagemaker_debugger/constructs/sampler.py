@@ -28,6 +28,31 @@ _CHANNEL_DIR = f"/opt/ml/input/data/{SAMPLER_CHANNEL}"
 _ASSETS: weakref.WeakKeyDictionary[cdk.Stack, s3_assets.Asset] = weakref.WeakKeyDictionary()
 
 
+@dataclass(frozen=True)
+class _BundleLocation:
+    url: str
+    hash: str
+    object_arn: str
+
+
+# What every job of a stack reads of its bundle, read once (each attribute is a round trip to jsii).
+_LOCATIONS: weakref.WeakKeyDictionary[s3_assets.Asset, _BundleLocation] = weakref.WeakKeyDictionary()
+
+
+def _location(asset: s3_assets.Asset) -> _BundleLocation:
+    location = _LOCATIONS.get(asset)
+    if location is None:
+        location = _LOCATIONS[asset] = _BundleLocation(
+            url=asset.s3_object_url, hash=asset.asset_hash,
+            object_arn=asset.bucket.arn_for_objects(asset.s3_object_key))
+    return location
+
+
+def bundle_object_arn(asset: s3_assets.Asset) -> str:
+    """The ARN of the bundle object (what the execution role may download)."""
+    return _location(asset).object_arn
+
+
 class HangAction(enum.Enum):
     """What the sampler does when no training step or phase progresses on its host for ``hang_minutes``."""
 
@@ -87,7 +112,7 @@ class Sampler:
 
     def bundle(self, scope: Construct) -> s3_assets.Asset:
         """The sampler bundle as an S3 asset: one per stack, shared by its jobs."""
-        stack = cdk.Stack.of(scope)
+        stack = scope if isinstance(scope, cdk.Stack) else cdk.Stack.of(scope)
         asset = _ASSETS.get(stack)
         if asset is None:
             asset = _ASSETS[stack] = s3_assets.Asset(stack, "CdkSageMakerSamplerBundle", path=str(_bundle_dir()))
@@ -97,7 +122,7 @@ class Sampler:
         """The input channel (request JSON): always File mode, whatever the job's input mode, so the zip is a file."""
         return {
             "ChannelName": SAMPLER_CHANNEL,
-            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": asset.s3_object_url,
+            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": _location(asset).url,
                                             "S3DataDistributionType": "FullyReplicated"}},
             "InputMode": "File",
         }
@@ -106,7 +131,7 @@ class Sampler:
                     ) -> dict[str, str]:
         """The variables the sampler reads, plus PYTHONPATH: the bundle first, then any value the user set (the
         bundle's sitecustomize runs the next sitecustomize on the path, so a user's own still runs)."""
-        bundle_path = f"{_CHANNEL_DIR}/{asset.asset_hash}.zip"
+        bundle_path = f"{_CHANNEL_DIR}/{_location(asset).hash}.zip"
         user_path = user_environment.get("PYTHONPATH")
         hang = {} if self.on_hang is HangAction.LOG and self.hang_minutes == contract.DEFAULT_HANG_MINUTES else \
             contract.hang_environment(self.on_hang.value, self.hang_minutes)

@@ -37,7 +37,9 @@ def describe_location(where: str | None, field: str | None) -> str:
 class ConfigurationError(ValueError):
     """A configuration value is invalid. Subclass of ``ValueError`` so callers can catch it generically."""
 
-    def __init__(self, message: str, *, where: str | None = None, field: str | None = None, value: object = None):
+    def __init__(self, message: str, *, where: object = None, field: str | None = None, value: object = None):
+        # ``where`` may be computed late (a construct path is a round trip to jsii): it is spelled only here.
+        where = None if where is None else str(where)
         self.where = where
         self.field = field
         self.value = value

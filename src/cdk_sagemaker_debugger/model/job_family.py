@@ -55,7 +55,6 @@ def check_job_name_prefix(prefix: Any, *, where: object = None, field: str = "jo
     hyphens starting with a letter or digit; a deploy-time token passes unchecked. ``from_job`` names the
     ProfiledTrainingJob prefix a watched one was made from, for the message.
     """
-    where = None if where is None else str(where)
     if not isinstance(prefix, str):
         raise ConfigurationTypeError(
             f"expected a job-name prefix string such as 'resnet-exp-', got {type(prefix).__name__} {prefix!r}.",
@@ -72,7 +71,7 @@ def check_job_name_prefix(prefix: Any, *, where: object = None, field: str = "jo
     return prefix
 
 
-def _check_own(prefix: str, where: str | None, field: str) -> None:
+def _check_own(prefix: str, where: object, field: str) -> None:
     if len(prefix) > MAX_JOB_NAME_PREFIX_LENGTH:
         raise ConfigurationError(
             f"{prefix!r} is {len(prefix)} characters; at most {MAX_JOB_NAME_PREFIX_LENGTH} fit, because each job is "
@@ -86,7 +85,7 @@ def _check_own(prefix: str, where: str | None, field: str) -> None:
             where=where, field=field, value=prefix)
 
 
-def _check_watched(prefix: str, where: str | None, field: str, from_job: str | None) -> None:
+def _check_watched(prefix: str, where: object, field: str, from_job: str | None) -> None:
     if not _NAME_START.fullmatch(prefix) or len(prefix) > MAX_JOB_NAME_LENGTH:
         bad = "".join(sorted(set(re.sub(r"[a-zA-Z0-9-]", "", prefix))))
         raise ConfigurationError(
@@ -106,7 +105,6 @@ def _check_watched(prefix: str, where: str | None, field: str, from_job: str | N
 def check_tag(key: Any, value: Any, *, where: object = None, field: str | None = None) -> tuple[str, str]:
     """A tag (key 1-128, value 0-256 characters of SageMaker's tag alphabet) to select jobs by, or (``field``, for
     example ``"tags"``) one to set on jobs; tokens pass."""
-    where = None if where is None else str(where)
     names = (f"{field} key", f"{field}[{key!r}]") if field else ("tag_key", "tag_value")
     for field, text, low, high in ((names[0], key, 1, 128), (names[1], value, 0, 256)):
         if not isinstance(text, str):
@@ -129,7 +127,6 @@ MAX_JOB_TAGS = 50
 def check_job_tags(tags: Any, *, where: object = None) -> dict[str, str]:
     """The ``tags=`` of a training job, as CreateTrainingJob accepts them: at most 50, each key and value in
     SageMaker's tag alphabet, no key starting ``aws:`` (which CreateTrainingJob refuses). Returns a copy."""
-    where = None if where is None else str(where)
     if tags is None:
         return {}
     if not hasattr(tags, "items"):
@@ -149,7 +146,6 @@ def check_pipeline_name(name: Any, *, where: object = None, allow_token: bool = 
     """A SageMaker PipelineName (1-256 letters, digits and hyphens, a letter or digit at each end; botocore's
     pattern, which a test compares with this one). A deploy-time token passes with ``allow_token`` (a pipeline's own
     name); a family refuses one, because the functions compare it with the pipeline named in each job's tag."""
-    where = None if where is None else str(where)
     if allow_token and is_token(name):
         return name
     if not isinstance(name, str) or is_token(name):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -25,6 +26,17 @@ def located(scope: IConstruct, action: Callable[[], T]) -> T:
         raise error.at(scope.node.path) from None
 
 
+# Durations are immutable: what one holds is read from jsii once (two round trips), however often it is checked.
+_MILLISECONDS: weakref.WeakKeyDictionary[cdk.Duration, float | None] = weakref.WeakKeyDictionary()
+
+
+def _milliseconds(duration: cdk.Duration) -> float | None:
+    """The duration in milliseconds, or None for a deploy-time token."""
+    if duration not in _MILLISECONDS:
+        _MILLISECONDS[duration] = None if duration.is_unresolved() else duration.to_milliseconds(integral=False)
+    return _MILLISECONDS[duration]
+
+
 def whole_seconds(duration: object, *, where: object, field: str, minimum: int = 1, maximum: int | None = None,
                   optional: bool = False) -> int | None:
     """``duration`` in whole seconds, checked against ``[minimum, maximum]``; a clear error instead of jsii's.
@@ -36,9 +48,9 @@ def whole_seconds(duration: object, *, where: object, field: str, minimum: int =
         raise ConfigurationTypeError(
             f"expected a Duration such as Duration.minutes(5), got {type(duration).__name__} {duration!r}.",
             where=str(where), field=field, value=duration)
-    if duration.is_unresolved():
+    milliseconds = _milliseconds(duration)
+    if milliseconds is None:
         return duration.to_seconds()  # a deploy-time value: CloudFormation checks it
-    milliseconds = duration.to_milliseconds(integral=False)
     seconds = int(milliseconds // 1000)
     if milliseconds % 1000:
         exact = f"{milliseconds:.3f}".rstrip("0").rstrip(".")

@@ -81,7 +81,10 @@ def _require_region_rule(stack: cdk.Stack, kind: str, regions: Iterable[str]) ->
 
 
 def _stack_of(scope: IConstruct) -> cdk.Stack:
-    return scope if isinstance(scope, cdk.Stack) else cdk.Stack.of(scope)
+    if isinstance(scope, cdk.Stack):
+        return scope
+    known = getattr(scope, "_stack", None)  # a ProfiledTrainingJob keeps its stack: no round trip to jsii
+    return known if isinstance(known, cdk.Stack) else cdk.Stack.of(scope)
 
 
 def _per_stack(kind: str, build: Callable[[cdk.Stack, bool], str]) -> Callable[..., str]:

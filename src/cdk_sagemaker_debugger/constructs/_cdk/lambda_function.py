@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -16,6 +17,13 @@ __all__ = ["RUNTIME_DIR", "RuntimeFunction", "runtime_function"]
 
 #: The runtime layer's folder: each Lambda ships one of its subpackages (importable there as a top-level package).
 RUNTIME_DIR = Path(__file__).resolve().parents[2] / "runtime"
+
+
+@functools.cache
+def _constants() -> dict[str, object]:
+    """CDK values every function shares, read from jsii once per process (each read is a round trip)."""
+    return {"runtime": lambda_.Runtime.PYTHON_3_14, "architecture": lambda_.Architecture.ARM_64,
+            "dead_letter_retention": cdk.Duration.days(14)}
 
 
 @dataclass(frozen=True)
@@ -47,17 +55,18 @@ def runtime_function(
     """An arm64 Python Lambda running ``runtime/<package>`` only: its own role (no managed policies), a retained log
     group, and an encrypted, SSL-only dead-letter queue for invocations that still fail after two retries.
     ``reserved_concurrency`` caps (and reserves) concurrent executions: what a burst of events can cost."""
+    shared = _constants()
     dead_letter_queue = sqs.Queue(
         scope, "DeadLetterQueue", encryption=sqs.QueueEncryption.SQS_MANAGED, enforce_ssl=True,
-        retention_period=cdk.Duration.days(14),
+        retention_period=shared["dead_letter_retention"],  # type: ignore[arg-type]
     )
     log_group = logs.LogGroup(scope, "Logs", retention=log_retention, removal_policy=cdk.RemovalPolicy.RETAIN)
     role = iam.Role(scope, "Role", assumed_by=iam.ServicePrincipal("lambda.amazonaws.com"), description=role_description)
     function = lambda_.Function(
         scope,
         function_id,
-        runtime=lambda_.Runtime.PYTHON_3_14,
-        architecture=lambda_.Architecture.ARM_64,
+        runtime=shared["runtime"],  # type: ignore[arg-type]
+        architecture=shared["architecture"],  # type: ignore[arg-type]
         handler=f"{package}.{handler}",
         # follow_symlinks: each package's contract_shared.py is a link to model/contract.py, shipped as a file
         code=lambda_.Code.from_asset(

@@ -16,12 +16,17 @@ def finding_target(scope: IConstruct) -> cdk.CfnResource:
     Acknowledgements go there and nowhere else: cdk-nag matches an acknowledgement to every finding of the resources
     *below* the construct it sits on, so one on a role or a whole job would also hide what a user adds later (a
     ``Resource::*`` statement in the role's DefaultPolicy, say)."""
-    if cdk.CfnResource.is_cfn_resource(scope):
+    if _is_cfn_resource(scope):
         return scope  # type: ignore[return-value]
     child = scope.node.default_child
-    if child is None or not cdk.CfnResource.is_cfn_resource(child):
+    if child is None or not _is_cfn_resource(child):
         raise TypeError(f"{scope.node.path} is not backed by one CloudFormation resource; acknowledge on that resource")
     return child  # type: ignore[return-value]
+
+
+def _is_cfn_resource(scope: object) -> bool:
+    """Asked in Python first: jsii hands CloudFormation resources over as CfnResource subclasses (no round trip)."""
+    return isinstance(scope, cdk.CfnResource) or cdk.CfnResource.is_cfn_resource(scope)
 
 
 def acknowledge(scope: IConstruct, findings: dict[str, str], *, resource: cdk.CfnResource | None = None) -> None:
@@ -67,20 +72,32 @@ def acknowledge_wildcards(scope: IConstruct, findings: dict[str, str], *, stack:
     resource may hold CDK tokens (it is spelled the way cdk-nag spells it). Keys that already are finding ids
     (``"AwsSolutions::..."``) pass through unchanged.
     """
-    parts = [key.partition("::") for key in findings]
-    # One resolve for all tokenized resources instead of one jsii round trip each.
-    tokenized = [target for kind, _, target in parts if kind == "Resource" and is_token(target)]
-    spelled: dict[str, str] = {}
-    if tokenized:
-        resolved = (stack or cdk.Stack.of(scope)).resolve(tokenized)
-        spelled = dict(zip(tokenized, (_flatten(v) for v in resolved), strict=True))
+    tokenized = _tokenized_resources(findings)
+    spelled = _spell(tokenized, stack or cdk.Stack.of(scope)) if tokenized else {}
+    acknowledge(scope, _finding_ids(findings, spelled), resource=resource)
+
+
+def _tokenized_resources(findings: dict[str, str]) -> list[str]:
+    """The ``Resource::`` targets of ``findings`` that hold CDK tokens (spelled by resolving them)."""
+    return [target for kind, _, target in (key.partition("::") for key in findings)
+            if kind == "Resource" and is_token(target)]
+
+
+def _spell(tokenized: list[str], stack: cdk.Stack) -> dict[str, str]:
+    """How cdk-nag spells each tokenized resource: one resolve for all of them instead of one jsii round trip each."""
+    unique = list(dict.fromkeys(tokenized))
+    return dict(zip(unique, (_flatten(v) for v in stack.resolve(unique)), strict=True))
+
+
+def _finding_ids(findings: dict[str, str], spelled: dict[str, str]) -> dict[str, str]:
     ids = {}
-    for (kind, _, target), (key, reason) in zip(parts, findings.items(), strict=True):
+    for key, reason in findings.items():
+        kind, _, target = key.partition("::")
         if kind in ("Action", "Resource"):
             ids[f"AwsSolutions::AwsSolutions-IAM5[{kind}::{spelled.get(target, target)}]"] = reason
         else:
             ids[key] = reason
-    acknowledge(scope, ids, resource=resource)
+    return ids
 
 
 class Findings:
@@ -110,15 +127,23 @@ class Findings:
             known[finding] = reason if previous is None or reason in previous else f"{previous} {reason}"
 
     def flush(self) -> None:
-        """Acknowledge what was collected: one call per resource."""
+        """Acknowledge what was collected: one call per resource, and one resolve for every tokenized resource of
+        all of them."""
         pending, self._pending = self._pending, None
-        for target, grouped in (pending or {}).items():
-            self._acknowledge(target, grouped)
+        if not pending:
+            return
+        tokenized = [target for grouped in pending.values() for target in _tokenized_resources(grouped)]
+        spelled = _spell(tokenized, self._stack) if tokenized else {}
+        for target, grouped in pending.items():
+            self._acknowledge(target, grouped, spelled)
 
-    def _acknowledge(self, target: str, findings: dict[str, str]) -> None:
+    def _acknowledge(self, target: str, findings: dict[str, str], spelled: dict[str, str] | None = None) -> None:
         resource = self._resources.get(target)
         scope = resource if resource is not None else self._resource_at(target)
-        acknowledge_wildcards(scope, findings, stack=self._stack, resource=resource)
+        if spelled is None:
+            acknowledge_wildcards(scope, findings, stack=self._stack, resource=resource)
+        else:
+            acknowledge(scope, _finding_ids(findings, spelled), resource=resource)
 
     def _resource_at(self, path: str) -> IConstruct:
         node: IConstruct = self._scope

@@ -32,14 +32,11 @@ from ...model.debug_hook import DebugHookConfig, TensorBoardOutputConfig
 from ...model.debugger_request import resolve_debug_hook
 from ...model.debugger_rules import Rule
 from ...model.distribution import Distribution
-from ...model.errors import ConfigurationError, ConfigurationTypeError
-from ...model.frameworks import FrameworkInfo, parse_training_image
-from ...model.health_rules import is_health_rule
+from ...model.errors import ConfigurationError
+from ...model.frameworks import FrameworkInfo
 from ...model.images import partition_of
 from ...model.job_family import check_job_tags, job_name_pattern
-from ...model.metric_rules import MetricRule
 from ...model.profiler_config import ProfilerConfig
-from ...model.profiler_rules import ProfilerRule
 from ...model.request.members import (
     ExperimentConfig,
     InstanceGroup,
@@ -58,11 +55,14 @@ from ..family import TrainingJobs, family_metric
 from ..rule_set import ProfilerRuleSet
 from ..sampler import DEFAULT_SAMPLER, Sampler
 from . import engines, multinode, props
-from ._shared import CONSTANTS, PSEUDO, WARNING_PREFIX
+from ._shared import PSEUDO, WARNING_PREFIX
 from .channels import InputChannel
 from .coarse_sampling import warn_about_coarse_sampling
 from .execution_role import ExecutionPolicy
+from .network import place_in_vpc
+from .outputs import create_output_bucket, output_location
 from .pipeline import pipeline_step as _pipeline_step
+from .profiling import choose_profiling
 from .request import render_job_request
 from .state_machine import create_launch, start_on_deploy
 
@@ -341,9 +341,9 @@ class ProfiledTrainingJob(Construct):
             infra_check=infra_check, remote_debug=remote_debug, container_entrypoint=container_entrypoint,
             container_arguments=container_arguments, experiment_config=experiment_config, mlflow=mlflow,
             session_tag_chaining=session_tag_chaining, request_overrides=request_overrides)
-        self.sampler = self._choose_profiling(sampler)
+        self.sampler = choose_profiling(self, sampler)
         warn_about_coarse_sampling(self)
-        self.output_bucket = self._create_output_bucket(output_bucket, output_kms_key)
+        self.output_bucket = create_output_bucket(self, output_bucket, output_kms_key)
         self._record_output_location(output_kms_key, output_prefix)
         self._add_initial_debugger_rules(debugger_rules, debug_hook, tensorboard)
         multinode.attach_code(self, code)
@@ -351,7 +351,7 @@ class ProfiledTrainingJob(Construct):
         self.role = role if role is not None else self._policy.create_role(vpc is not None)
         multinode.grant_job_locations(self)
         self._role_arn = self.role.role_arn
-        self.vpc, self.security_groups, self._subnet_ids = self._place_in_vpc(vpc, vpc_subnets, security_groups)
+        self.vpc, self.security_groups, self._subnet_ids = place_in_vpc(self, vpc, vpc_subnets, security_groups)
         self._security_group_ids = [sg.security_group_id for sg in self.security_groups]
         multinode.secure_cluster_network(self, created=not security_groups)
         launch = create_launch(self)
@@ -393,59 +393,16 @@ class ProfiledTrainingJob(Construct):
         self.encrypt_inter_container_traffic = encrypt_inter_container_traffic
         self.tags = check_job_tags(tags, where=self._where)
 
-    def _choose_profiling(self, sampler: Any) -> Sampler | None:
-        """How the job is profiled: metric rules checked against metric_definitions as they are added, Debugger's
-        profiler features checked, and the sampler chosen. Returns the sampler."""
-        if self.rule_set is not None:
-            self.rule_set.on_rule_added(self._check_metric_rule)
-        self.framework = parse_training_image(self.training_image)
-        self._engine.check_profiler_features()
-        if sampler is not None and not isinstance(sampler, Sampler):
-            raise ConfigurationTypeError(f"expected a Sampler such as Sampler(interval_millis=500) or None, got "
-                                         f"{type(sampler).__name__}.", where=self._where, field="sampler", value=sampler)
-        return None if sampler is None else self._engine.sampler(sampler)
-
-    def _check_metric_rule(self, rule: ProfilerRule) -> None:
-        """A metric rule runs in the RuleEvaluator only, on metrics this job's MetricDefinitions produce; a health
-        rule (model/health_rules.py) in the RuleEvaluator only."""
-        if isinstance(rule, MetricRule):
-            self._engine.check_metric_rule(rule)
-        elif is_health_rule(rule):
-            self._engine.check_health_rule(rule)
-
-    def _create_output_bucket(self, output_bucket: s3.IBucket | None, output_kms_key: kms.IKey | None) -> s3.IBucket:
-        """The given bucket, or a locked-down one the runs write to."""
-        if output_bucket is not None:
-            return output_bucket
-        bucket = s3.Bucket(
-            self,
-            "OutputBucket",
-            encryption=s3.BucketEncryption.KMS_MANAGED if output_kms_key is None else s3.BucketEncryption.KMS,
-            encryption_key=output_kms_key,
-            bucket_key_enabled=True,
-            enforce_ssl=True,
-            block_public_access=CONSTANTS["block_all"],
-            versioned=True,
-            minimum_tls_version=1.2,
-        )
-        self._findings.register("OutputBucket", bucket.node.default_child)  # type: ignore[arg-type]
-        self._findings.add("OutputBucket", {
-            "AwsSolutions::AwsSolutions-S1": "Training outputs are written only by SageMaker through the execution "
-            "role; pass output_bucket= with server access logging if your audit policy requires request logs."
-        })
-        return bucket
-
     def _record_output_location(self, output_kms_key: kms.IKey | None, output_prefix: str) -> None:
         """The S3 locations derived from the output bucket, and the sampler bundle."""
         self.output_kms_key = output_kms_key
         self._output_key_arn = output_kms_key.key_arn if output_kms_key is not None else None
         self._volume_key_arn = self.volume_kms_key.key_arn if self.volume_kms_key is not None else None
-        self.output_prefix = output_prefix.strip("/")
-        bucket_name = self.output_bucket.bucket_name
-        self.output_s3_uri = f"s3://{bucket_name}/{self.output_prefix}" if self.output_prefix else f"s3://{bucket_name}"
-        self._output_bucket_arn = f"arn:{self._partition}:s3:::{bucket_name}"
+        location = output_location(self, self.output_bucket, output_prefix)
+        self.output_prefix, self.output_s3_uri = location.prefix, location.s3_uri
+        self._output_bucket_arn = location.bucket_arn
         self.profiler_s3_uri = self.profiler.s3_output_path or self.output_s3_uri
-        self.sampler_bundle = self.sampler.bundle(self) if self.sampler is not None else None
+        self.sampler_bundle = self.sampler.bundle(self._stack) if self.sampler is not None else None
         self.rule_output_s3_uri = self.output_s3_uri
 
     def _add_initial_debugger_rules(self, debugger_rules: Sequence[Rule] | None,
@@ -455,18 +412,6 @@ class ProfiledTrainingJob(Construct):
         self.debug_hook_setting = debug_hook
         self.tensorboard = tensorboard
         self._engine.add_initial_debugger_rules(() if debugger_rules is None else debugger_rules)
-
-    def _place_in_vpc(self, vpc: ec2.IVpc | None, vpc_subnets: ec2.SubnetSelection | None,
-                      security_groups: Sequence[ec2.ISecurityGroup] | None
-                      ) -> tuple[ec2.IVpc | None, list[ec2.ISecurityGroup], list[str]]:
-        """The VPC, the security groups (a new one unless given) and the subnets of VpcConfig."""
-        groups = list(security_groups or ())
-        if vpc is None:
-            return None, groups, []
-        if not groups:
-            groups.append(ec2.SecurityGroup(self, "SecurityGroup", vpc=vpc,
-                                            description=f"Training jobs {self.job_name_prefix}-*"))
-        return vpc, groups, vpc.select_subnets(**props.subnet_kwargs(vpc_subnets)).subnet_ids
 
     # ------------------------------------------------------------------------------------------------------------------
     @functools.cached_property

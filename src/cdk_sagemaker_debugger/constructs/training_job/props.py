@@ -32,6 +32,8 @@ __all__ = ["StackValidation", "check_identity", "check_profiler", "check_rule_se
 _EXAMPLE_IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
 # Every job of an app by lower-cased job-name prefix (ARNs are lower case), to warn about prefixes that overlap.
 _PREFIXES: weakref.WeakKeyDictionary[Any, list[JobParts]] = weakref.WeakKeyDictionary()
+# The app of each stack, looked up once per stack (``node.root`` is two round trips to jsii).
+_ROOTS: weakref.WeakKeyDictionary[cdk.Stack, Any] = weakref.WeakKeyDictionary()
 
 
 def check_identity(job: JobParts, *, job_name_prefix: str, training_image: object,
@@ -82,7 +84,10 @@ def _warn_about_image_region(job: JobParts, image: str) -> None:
 def _warn_about_shared_prefix(job: JobParts, prefix: str) -> None:
     """Warn when another job of the same stack, or of a stack in the same region, has this prefix (ARNs ignore case),
     or one whose runs this one's cover. Jobs in other regions, or where a region is unknown, cannot be compared."""
-    known = _PREFIXES.setdefault(job.node.root, [])
+    root = _ROOTS.get(job._stack)
+    if root is None:
+        root = _ROOTS[job._stack] = job._stack.node.root
+    known = _PREFIXES.setdefault(root, [])
     mine = prefix.lower()
     for other_job in known:
         other = other_job.job_name_prefix.lower()

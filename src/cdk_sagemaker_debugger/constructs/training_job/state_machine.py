@@ -78,10 +78,14 @@ def create_launch(job: JobParts) -> Launch:
         logs=sfn.LogOptions(destination=log_group, level=CONSTANTS["log_level"], include_execution_data=False),
         comment=f"Starts a profiled SageMaker training job {job.job_name_prefix}-* per execution.",
     )
-    # The StateMachine construct adds its statements to the role's default policy, which exists now.
-    default_policy = role.node.try_find_child("DefaultPolicy")
-    if default_policy is not None:
-        job._findings.register("StateMachineRole/DefaultPolicy", default_policy.node.default_child)  # type: ignore[arg-type]
+    # The StateMachine construct adds its statements to the role's default policy, which exists now. The role's
+    # CloudFormation resources come in one list (each node lookup would be a round trip to jsii): its own
+    # (StateMachineRole/Resource) and its default policy's (StateMachineRole/DefaultPolicy/Resource).
+    for resource in role.node.find_all():
+        if isinstance(resource, iam.CfnRole):
+            job._findings.register("StateMachineRole", resource)
+        elif isinstance(resource, iam.CfnPolicy):
+            job._findings.register("StateMachineRole/DefaultPolicy", resource)
     return Launch(naming_state, launch_state, log_group, state_machine)
 
 
@@ -128,7 +132,6 @@ def _state_machine_role(job: JobParts) -> iam.Role:
              "Resource": job._arn("events", "rule/StepFunctionsGetEventsForSageMakerTrainingJobsRule")},
         ]})},
     )
-    job._findings.register("StateMachineRole", role.node.default_child)  # type: ignore[arg-type]
     job._findings.add("StateMachineRole", {
         f"Resource::{job.training_job_arn_pattern}": (
             "Each execution creates, tags, describes and stops a job named <prefix>-<random suffix>; the pattern "

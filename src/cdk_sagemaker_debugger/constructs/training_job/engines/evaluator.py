@@ -25,7 +25,7 @@ from ....model.rule_engine import RuleEngine
 from ....runtime.sampler import contract as sampler_contract
 from ..._tensor_rules import EvaluatorTensorRules
 from ...rule_evaluator import RuleEvaluator
-from ...sampler import DEFAULT_SAMPLER, Sampler
+from ...sampler import DEFAULT_SAMPLER, Sampler, bundle_object_arn
 from .._shared import WARNING_PREFIX
 from .base import RuleEngineBinding
 
@@ -157,8 +157,7 @@ class EvaluatorBinding(RuleEngineBinding):
         bundle = self._job.sampler_bundle
         if bundle is None:
             return
-        policy.allow({"Effect": "Allow", "Action": "s3:GetObject",
-                      "Resource": bundle.bucket.arn_for_objects(bundle.s3_object_key)})
+        policy.allow({"Effect": "Allow", "Action": "s3:GetObject", "Resource": bundle_object_arn(bundle)})
         uploads = policy.upload_prefix(f"{self._job.job_name_prefix}-")
         policy.allow({"Effect": "Allow", "Action": "s3:PutObject", "Resource": uploads})
         policy.acknowledge({f"Resource::{uploads}": "The sampler uploads each run's profiler files to "
