@@ -112,12 +112,13 @@ def claim_output_location(scope: IConstruct, *, bucket: s3.IBucket, prefix: str,
         if not (claim.names.lower().startswith(other.names.lower()) or
                 other.names.lower().startswith(claim.names.lower())):
             continue
-        where = f"s3://{claim.bucket}/{claim.prefix}".rstrip("/") if not claim.bucket.startswith("bucket ") else (
-            f"{claim.bucket}, prefix {claim.prefix!r}")
+        bucket = f"<{claim.bucket[len('bucket '):]}>" if claim.bucket.startswith("bucket ") else claim.bucket
+        where = f"s3://{bucket}/{claim.prefix}".rstrip("/")
         cdk.Annotations.of(scope).add_warning_v2(
             SHARED_OUTPUT_WARNING,
-            f"{claim.what} {claim.path} and {other.what} {other.path} share the output location {where} "
-            f"(job folders {claim.names or '<any name>'}* and {other.names or '<any name>'}*): training code of one "
-            "could write profiler files for the other's runs and read or replace its models. Give each its own "
-            "output_prefix (or output_bucket).")
+            f"{claim.what} {claim.path} and {other.what} {other.path} share the output location {where} (job "
+            f"folders {claim.names or '<any name>'}* and {other.names or '<any name>'}*) without a role in common: "
+            "the training code of one can write files the other reads (profiler samples that decide its verdicts, "
+            "its models). Give each its own output_prefix (or output_bucket), or the family the jobs' execution "
+            "role.")
     claims.append(claim)

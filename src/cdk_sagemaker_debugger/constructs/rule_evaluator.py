@@ -379,7 +379,7 @@ class RuleEvaluator(Construct):
         guard_evaluator_keys(self, jobs.output_bucket, self.role)
         claim_output_location(self, bucket=jobs.output_bucket, prefix=jobs.output_prefix, names=jobs.job_name_prefix,
                               roles=[role.role_arn for role in jobs.execution_roles],
-                              what=f"the RuleEvaluator of the {jobs.label}")
+                              what="the RuleEvaluator")
         acknowledge_wildcards(self.policy, {
             "Resource::*": "ListTrainingJobs, GetMetricData and DescribeInstanceTypes do not support resource-level "
             "permissions; the function keeps the family's jobs only, reads only the /aws/sagemaker/TrainingJobs "

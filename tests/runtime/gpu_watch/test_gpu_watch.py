@@ -102,6 +102,24 @@ def test_a_job_that_borrows_the_prefix_but_not_the_role_does_not_count(clients) 
                                          "EXECUTION_ROLE_ARNS": "arn:aws:iam::1:role/r"})
 
 
+def test_jobs_of_each_of_the_familys_roles_count_and_no_other(clients) -> None:
+    """A family of several roles (a pipeline's steps): an idle job of a third role cannot raise the alarm."""
+    sagemaker, sm_stub, cloudwatch, cw_stub = clients
+    roles = ("arn:aws:iam::123456789012:role/prepare", "arn:aws:iam::123456789012:role/train")
+    settings = watch.Settings("vision-train-", 4, execution_role_arns=roles)
+    sm_stub.add_response("list_training_jobs", {"TrainingJobSummaries": [
+        summary("vision-train-a"), summary("vision-train-b"), summary("vision-train-idle")]}, LISTING)
+    for name, role in (("vision-train-a", roles[0]), ("vision-train-b", roles[1]),
+                       ("vision-train-idle", "arn:aws:iam::123456789012:role/intruder")):
+        sm_stub.add_response("describe_training_job", description(name, role=role), {"TrainingJobName": name})
+    cw_stub.add_response("get_metric_data", {"MetricDataResults": [result(0, 360.0), result(1, 200.0)]}, {
+        "MetricDataQueries": ANY, "StartTime": NOW - watch.LOOKBACK, "EndTime": NOW, "ScanBy": "TimestampDescending"})
+
+    measurement = watch.measure(settings, sagemaker, cloudwatch, now=NOW)
+
+    assert measurement.per_gpu == {"vision-train-a/algo-1": 90.0, "vision-train-b/algo-1": 50.0}
+
+
 def test_queries_name_each_host_with_the_sagemaker_dimension(clients) -> None:
     _, _, cloudwatch, cw_stub = clients
     hosts = ["job-1/algo-1", "job-1/algo-2"]
