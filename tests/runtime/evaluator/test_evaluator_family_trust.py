@@ -9,14 +9,16 @@ from typing import Any
 
 import boto3
 import pytest
+import test_evaluator_lambda as lambda_tests
 from botocore.stub import Stubber
-from test_evaluator_lambda import BUCKET, REGION, aws, clients_for, describe, received  # noqa: F401 (aws: fixture)
+from test_evaluator_lambda import BUCKET, REGION, clients_for, describe, received
 
 from cdk_sagemaker_debugger.runtime.evaluator import lambda_handler as lh
 from cdk_sagemaker_debugger.runtime.evaluator.contract_shared import PIPELINE_EXECUTION_TAG, JobFamily
 
 ACCOUNT = "123456789012"
 TEAM_ROLE = f"arn:aws:iam::{ACCOUNT}:role/vision-training"
+aws = lambda_tests.aws  # moto S3, SQS and EventBridge (the fixture of the handler's own tests)
 STEP_ROLES = (f"arn:aws:iam::{ACCOUNT}:role/churn-prepare", f"arn:aws:iam::{ACCOUNT}:role/churn-train")
 
 
