@@ -204,7 +204,7 @@ class TrainingJobs:
                       execution_roles: Sequence[iam.IRole] | None = None) -> TrainingJobs:
         """The training jobs of a SageMaker Pipeline's executions in this account and region (named
         ``pipelines-...`` and tagged with the execution by SageMaker), running as ``execution_role`` (or one of
-        ``execution_roles``, one per step role). A role is required. For a :class:`TrainingPipeline` of this app use
+        ``execution_roles``, one per step role). A role is required. For a ``TrainingPipeline`` of this app use
         its ``training_jobs``, which knows the steps' bucket, prefix and roles. SageMaker writes each job's output
         under ``<S3OutputPath of the step>/pipelines-.../``: ``output_prefix`` is the key part of that path (a
         ProfiledTrainingJob's step writes under its ``output_prefix``, ``"training"`` by default).
