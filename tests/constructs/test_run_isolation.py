@@ -149,12 +149,18 @@ def test_on_a_bucket_the_job_owns_only_the_evaluator_writes_its_objects() -> Non
                   context={"aws:PrincipalArn": f"arn:aws:iam::{ACCOUNT}:role/ci-deployer"}) == "Deny"
 
 
-def test_an_evaluator_in_another_stack_than_the_owned_bucket_is_refused_with_the_fix() -> None:
+def test_an_evaluator_in_another_stack_is_named_in_the_owned_buckets_policy_without_a_stack_cycle() -> None:
     app = cdk.App()
-    job = _job(_stack(app), "resnet")
-    with pytest.raises(ConfigurationError, match="Create the RuleEvaluator in Training"):
-        RuleEvaluator(_stack(app, "Monitoring"), "Evaluator", training_jobs=job.training_jobs,
-                      rules=[rules.LowGPUUtilization(threshold_p95=80)])
+    training, monitoring = _stack(app), _stack(app, "Monitoring")
+    job = _job(training, "resnet")
+    evaluator = RuleEvaluator(monitoring, "Evaluator", training_jobs=job.training_jobs,
+                              rules=[rules.LowGPUUtilization(threshold_p95=80)])
+    app.synth()  # no cyclic reference between the stacks
+    name = monitoring.resolve(evaluator.role.node.default_child.role_name)
+    assert name.startswith("Monitoring") and name.endswith(f"-{REGION}") and len(name) <= 64
+    template = Template.from_stack(training).to_json()
+    (guard,) = [s for s in _bucket_statements(template) if s.get("Sid") == "OnlyTheRuleEvaluatorWritesItsState"]
+    assert guard["Condition"]["ArnNotEquals"]["aws:PrincipalArn"] == [f"arn:aws:iam::{ACCOUNT}:role/{name}"]
 
 
 def test_two_parties_sharing_job_folders_get_a_warning_naming_both_and_the_fix() -> None:

@@ -7,7 +7,8 @@ once the job is a pipeline step). The evaluator's objects (its state and lease u
 its reports and summaries under ``rule-output/<rule>/evaluator-output/``) are a location that no execution role can
 write, anywhere in the bucket: each execution role this library creates denies them explicitly, and where the bucket
 belongs to the app (an ``s3.Bucket`` in the evaluator's stack) its bucket policy denies them to every principal but the
-RuleEvaluators' roles, so a role made elsewhere cannot forge a verdict either.
+RuleEvaluators' roles, so a role made elsewhere cannot forge a verdict either (an evaluator in another stack is named
+by a physical role name it is given here).
 """
 
 from __future__ import annotations
@@ -47,13 +48,7 @@ def guard_evaluator_keys(evaluator: IConstruct, bucket: s3.IBucket, role: iam.IR
     the RuleEvaluators' roles (one bucket-policy statement per bucket, naming each evaluator that covers it)."""
     if not isinstance(bucket, s3.Bucket):
         return  # an imported bucket: its owner writes its policy; the execution roles' Deny still holds
-    if cdk.Stack.of(bucket) is not cdk.Stack.of(evaluator):
-        raise ConfigurationError(
-            f"the output bucket {bucket.node.path} belongs to the stack {cdk.Stack.of(bucket).node.path}, whose bucket "
-            "policy lets only the RuleEvaluators of that stack write the evaluator's state and reports (naming a role "
-            "of another stack there would make the two stacks depend on each other). Create the RuleEvaluator in "
-            f"{cdk.Stack.of(bucket).node.path}, or give the jobs an output_bucket imported with "
-            "s3.Bucket.from_bucket_name(...).", where=evaluator.node.path, field="training_jobs")
+    writer = _writer_arn(evaluator, bucket, role)
     writers: list[str] | None = getattr(bucket, _WRITERS_ATTRIBUTE, None)
     if writers is None:
         writers = []
@@ -63,8 +58,31 @@ def guard_evaluator_keys(evaluator: IConstruct, bucket: s3.IBucket, role: iam.IR
             effect=iam.Effect.DENY, principals=[iam.AnyPrincipal()], actions=list(EVALUATOR_KEY_WRITES),
             resources=evaluator_key_arns(bucket.bucket_arn),
             conditions={"ArnNotEquals": {"aws:PrincipalArn": cdk.Lazy.list(_Writers(writers))}}))
-    if role.role_arn not in writers:
-        writers.append(role.role_arn)
+    if writer not in writers:
+        writers.append(writer)
+
+
+def _writer_arn(evaluator: IConstruct, bucket: s3.Bucket, role: iam.IRole) -> str:
+    """The evaluator role's ARN as the bucket's stack may name it: its token in the same stack; in another stack (a
+    monitoring stack) an ARN built from a physical role name given here, so that the bucket's stack does not depend
+    on the evaluator's stack (which already depends on it for the bucket)."""
+    home = cdk.Stack.of(bucket)
+    if cdk.Stack.of(role) is home:
+        return role.role_arn
+    resource = role.node.default_child if isinstance(role, iam.Role) else None
+    given = cdk.Stack.of(role).resolve(resource.role_name) if isinstance(resource, iam.CfnRole) else None
+    if not isinstance(resource, iam.CfnRole) or (given is not None and not isinstance(given, str)):
+        raise ConfigurationError(
+            f"the output bucket {bucket.node.path} belongs to the stack {home.node.path}, whose bucket policy lets "
+            "only the RuleEvaluators write the evaluator's state and reports, and this evaluator's role cannot be "
+            f"named there. Create the RuleEvaluator in {home.node.path}.", where=evaluator.node.path,
+            field="training_jobs")
+    if given is None:
+        region = cdk.Stack.of(role).region
+        suffix = f"-{region}" if not is_token(region) else ""  # role names are global to the account
+        given = cdk.Names.unique_resource_name(role, max_length=64 - len(suffix), separator="-") + suffix
+        resource.role_name = given
+    return f"arn:{home.partition}:iam::{home.account}:role/{given}"
 
 
 @jsii.implements(cdk.IStableListProducer)
