@@ -166,6 +166,11 @@ def baseline_job(stack: cdk.Stack, index: int) -> None:
                                "logs:PutResourcePolicy", "logs:UpdateLogDelivery", "xray:GetSamplingRules",
                                "xray:GetSamplingTargets", "xray:PutTelemetryRecords", "xray:PutTraceSegments"],
                        Resource="*")]})
+    iam.CfnPolicy(stack, f"DebuggerTopicDeny{index}", policy_name=f"DebuggerTopicDeny{index}", roles=[role.ref],
+                  policy_document={"Version": "2012-10-17", "Statement": [{
+                      "Effect": "Deny", "Resource": f"arn:aws:sns:*:{account}:SMDebugRules",
+                      "Action": ["sns:Publish", "sns:Subscribe", "sns:CreateTopic", "sns:SetTopicAttributes",
+                                 "sns:AddPermission", "sns:DeleteTopic"]}]})
     output = f"s3://{bucket.ref}/training"
     image_rules = [
         {"RuleConfigurationName": "ProfilerReport", "RuleEvaluatorImage": RULE_IMAGE,

@@ -38,6 +38,8 @@ ASSUMED = (
     ("ops_topic", 'ops_topic = sns.Topic(stack, "DocsOps")'),
     ("rule_alarm", 'rule_alarm = RuleAlarm(stack, "DocsAlarm", training_jobs=job.training_jobs, '
                    'actions=[Email("ml@example.com")])'),
+    ("training_pipeline", 'training_pipeline = TrainingPipeline(stack, "DocsPipeline", pipeline_name="churn-pipeline", '
+                          'steps=[job.pipeline_step("Train")])'),
     ("slack_notifier", 'slack_notifier = lambda_.Function(stack, "Slack", runtime=lambda_.Runtime.PYTHON_3_12, '
                        'handler="index.handler", code=lambda_.Code.from_inline("def handler(e, c): pass"))'),
 )
@@ -51,7 +53,8 @@ NO_BUNDLING = 'app = cdk.App(context={"aws:cdk:bundling-stacks": []})'
 
 def prelude(code: str) -> str:
     wanted = [line for name, line in ASSUMED if re.search(rf"\b{name}\b", code)]
-    if any("rule_alarm" in line for line in wanted) and not any(line.startswith("job =") for line in wanted):
+    needs_job = any(line.startswith(("rule_alarm =", "training_pipeline =")) for line in wanted)
+    if needs_job and not any(line.startswith("job =") for line in wanted):
         wanted.insert(0, next(line for name, line in ASSUMED if name == "job"))
     base = BASE.replace("app = cdk.App()", NO_BUNDLING) if "MlflowLayer" in code else BASE
     return base + "\n".join(wanted) + "\n"

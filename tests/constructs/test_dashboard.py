@@ -15,6 +15,7 @@ from typing import Any
 import aws_cdk as cdk
 import pytest
 from aws_cdk import aws_cloudwatch_actions as cloudwatch_actions
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_sns as sns
@@ -302,8 +303,10 @@ def test_watch_runs_every_minute_with_the_family_and_gpu_count(synthesized: dict
     environment = function["Environment"]["Variables"]
     role = {"Fn::GetAtt": [[k for k in template.find_resources("AWS::IAM::Role") if k.startswith("JobExecutionRole")][0],
                            "Arn"]}
-    assert watch.Settings.from_environment(environment) == watch.Settings(
-        "vision-train-", 4, "CdkSageMakerDebugger", role)  # only the family's role counts
+    assert environment["EXECUTION_ROLE_ARNS"] == {"Fn::Join": ["", ['["', role, '"]']]}  # only the family's role counts
+    deployed = {**environment, "EXECUTION_ROLE_ARNS": '["arn:aws:iam::1:role/vision"]'}
+    assert watch.Settings.from_environment(deployed) == watch.Settings(
+        "vision-train-", 4, "CdkSageMakerDebugger", ("arn:aws:iam::1:role/vision",))
     assert function["Architectures"] == ["arm64"] and function["Timeout"] == 50
     template.has_resource_properties("AWS::Events::Rule", {
         "ScheduleExpression": "rate(1 minute)", "Targets": [Match.object_like({
@@ -502,7 +505,8 @@ def test_bad_props_name_the_construct_the_field_and_the_fix(kwargs: dict[str, An
     stack = cdk.Stack(cdk.App(), "Stack", env=US_EAST_1)
     bucket = s3.Bucket.from_bucket_name(stack, "Out", "team-x-output")
     if "tag" in kwargs:
-        kwargs["training_jobs"] = TrainingJobs.from_tag(*kwargs.pop("tag"), output_bucket=bucket)
+        kwargs["training_jobs"] = TrainingJobs.from_tag(*kwargs.pop("tag"), output_bucket=bucket, execution_role=(
+            iam.Role.from_role_arn(stack, "Role", "arn:aws:iam::123456789012:role/team-x")))
     if "job_name_prefix" in kwargs:
         kwargs["training_jobs"] = TrainingJobs.from_job_name_prefix(kwargs.pop("job_name_prefix"), output_bucket=bucket)
     with pytest.raises(error) as raised:

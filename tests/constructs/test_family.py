@@ -16,6 +16,10 @@ US_EAST_1 = cdk.Environment(region="us-east-1")
 IMAGE = "763104351884.dkr.ecr.us-east-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311-cu121-ubuntu20.04-sagemaker"
 
 
+def _role(stack: cdk.Stack) -> iam.IRole:
+    return iam.Role.from_role_arn(stack, "JobRole", "arn:aws:iam::123456789012:role/team-jobs")
+
+
 def _statements(template: Template) -> list[dict[str, Any]]:
     return [s for p in template.find_resources("AWS::IAM::Policy").values()
             for s in p["Properties"]["PolicyDocument"]["Statement"]]
@@ -27,7 +31,7 @@ def _with(template: Template, action: str) -> list[dict[str, Any]]:
 
 def test_a_tag_family_scopes_iam_by_resource_tag_and_events_by_the_detail_tags() -> None:
     stack = cdk.Stack(cdk.App(), "Tagged", env=US_EAST_1)
-    jobs = TrainingJobs.from_tag("team", "vision", output_bucket=s3.Bucket(stack, "Out"))
+    jobs = TrainingJobs.from_tag("team", "vision", output_bucket=s3.Bucket(stack, "Out"), execution_role=_role(stack))
     RuleAlarm(stack, "Alarm", training_jobs=jobs, actions=[Email("a@example.com"), StopTraining()])
     RuleEvaluator(stack, "Evaluator", training_jobs=jobs)
     template = Template.from_stack(stack)
@@ -45,12 +49,14 @@ def test_a_tag_family_scopes_iam_by_resource_tag_and_events_by_the_detail_tags()
         "source": ["aws.sagemaker"], "detail-type": ["SageMaker Training Job State Change"],
         "detail": {"Tags": {"team": ["vision"]}, "TrainingJobStatus": ["Completed", "Failed", "Stopped"]}}})
     template.has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": Match.object_like({
-        "JOB_FAMILY": '{"tag_key": "team", "tag_value": "vision"}', "STOP": "true", "STOP_PREFIX": ""})}})
+        "JOB_FAMILY": '{"execution_role_arns": ["arn:aws:iam::123456789012:role/team-jobs"], "tag_key": "team", "tag_value": "vision"}',
+        "STOP": "true", "STOP_PREFIX": ""})}})
 
 
 def test_a_pipeline_family_scopes_by_the_execution_tag_and_the_pipelines_name_prefix() -> None:
     stack = cdk.Stack(cdk.App(), "Pipeline", env=US_EAST_1)
-    jobs = TrainingJobs.from_pipeline("Churn-Pipeline", output_bucket=s3.Bucket(stack, "Out"))
+    jobs = TrainingJobs.from_pipeline("Churn-Pipeline", output_bucket=s3.Bucket(stack, "Out"),
+                                      execution_role=_role(stack))
     RuleEvaluator(stack, "Evaluator", training_jobs=jobs)
     template = Template.from_stack(stack)
     (describe,) = _with(template, "sagemaker:DescribeTrainingJob")
@@ -62,7 +68,8 @@ def test_a_pipeline_family_scopes_by_the_execution_tag_and_the_pipelines_name_pr
         "detail": {"TrainingJobName": [{"prefix": "pipelines-"}],
                    "TrainingJobStatus": ["Completed", "Failed", "Stopped"]}})})
     template.has_resource_properties("AWS::Lambda::Function", {"Environment": {"Variables": Match.object_like({
-        "JOB_FAMILY": '{"job_name_prefix": "pipelines-", "pipeline_name": "Churn-Pipeline"}'})}})
+        "JOB_FAMILY": '{"execution_role_arns": ["arn:aws:iam::123456789012:role/team-jobs"], "job_name_prefix": "pipelines-", '
+                      '"pipeline_name": "Churn-Pipeline"}'})}})
 
 
 def test_arn_patterns_are_lower_case_and_grants_return_grants() -> None:

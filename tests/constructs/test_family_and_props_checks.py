@@ -8,6 +8,7 @@ import json
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 
@@ -33,6 +34,10 @@ def _stack(name: str = "Checks") -> cdk.Stack:
     return cdk.Stack(cdk.App(), name, env=US_EAST_1)
 
 
+def _role(stack: cdk.Stack) -> iam.IRole:
+    return iam.Role.from_role_arn(stack, "JobRole", "arn:aws:iam::123456789012:role/team-jobs")
+
+
 def _families(template: Template) -> list[str]:
     return [f["Properties"]["Environment"]["Variables"][JOB_FAMILY_ENV]
             for f in template.find_resources("AWS::Lambda::Function").values()
@@ -41,19 +46,19 @@ def _families(template: Template) -> list[str]:
 
 def test_an_empty_tag_value_reaches_the_functions_and_selects_only_jobs_tagged_empty() -> None:
     stack = _stack()
-    jobs = TrainingJobs.from_tag("team", "", output_bucket=s3.Bucket(stack, "Out"))
+    jobs = TrainingJobs.from_tag("team", "", output_bucket=s3.Bucket(stack, "Out"), execution_role=_role(stack))
     RuleEvaluator(stack, "Evaluator", training_jobs=jobs)
     RuleAlarm(stack, "Alarm", training_jobs=jobs, actions=[Email("a@example.com")])
     families = _families(Template.from_stack(stack))
-    assert families and set(families) == {'{"tag_key": "team", "tag_value": ""}'}
+    assert families and set(families) == {'{"execution_role_arns": ["arn:aws:iam::123456789012:role/team-jobs"], "tag_key": "team", "tag_value": ""}'}
     family = JobFamily.from_json(families[0])  # what each function does at start; it raised before
-    assert family.refusal("any-job", {"team": ""}) is None
-    assert family.refusal("any-job", {"team": "vision"}) == "the job is not tagged team="
+    assert family.refusal("any-job", {"team": ""}, role_arn="arn:aws:iam::123456789012:role/team-jobs") is None
+    assert family.refusal("any-job", {"team": "vision"}, role_arn="arn:aws:iam::123456789012:role/team-jobs") == "the job is not tagged team="
 
 
 @pytest.mark.parametrize("factory", [
-    lambda bucket: TrainingJobs.from_pipeline("p" * 256, output_bucket=bucket),
-    lambda bucket: TrainingJobs.from_tag("k" * 128, "v" * 256, output_bucket=bucket),
+    lambda bucket: TrainingJobs.from_pipeline("p" * 256, output_bucket=bucket, execution_role=_role(bucket.stack)),
+    lambda bucket: TrainingJobs.from_tag("k" * 128, "v" * 256, output_bucket=bucket, execution_role=_role(bucket.stack)),
 ], ids=["256-character-pipeline", "128-character-key-256-character-value"])
 def test_a_valid_long_family_fits_every_description(factory) -> None:
     stack = _stack()
@@ -104,7 +109,8 @@ def test_a_tag_family_with_a_tab_or_newline_is_refused(value: str) -> None:
 
 def test_a_tag_family_accepts_what_sagemaker_accepts() -> None:
     stack = _stack()
-    jobs = TrainingJobs.from_tag("équipe", "vision 2\u00a0nlp_1.0:/=+-@", output_bucket=s3.Bucket(stack, "Out"))
+    jobs = TrainingJobs.from_tag("équipe", "vision 2\u00a0nlp_1.0:/=+-@", output_bucket=s3.Bucket(stack, "Out"),
+                                 execution_role=_role(stack))
     assert jobs.family.tag_value == "vision 2\u00a0nlp_1.0:/=+-@"
 
 

@@ -32,9 +32,10 @@ def test_the_watch_runs_once_at_a_time_and_counts_only_the_familys_role() -> Non
                    if r["Type"] == "AWS::Lambda::Function" and r["Properties"].get("Handler") == "gpu_watch.handler.handler"]
     assert function["ReservedConcurrentExecutions"] == 1
     role = stack.resolve(job.role.role_arn)
-    assert function["Environment"]["Variables"][GpuWatchEnvironment.EXECUTION_ROLE_ARN] == role
-    settings = watch.Settings.from_environment({**function["Environment"]["Variables"], "EXECUTION_ROLE_ARN": "r"})
-    assert settings.execution_role_arn == "r"
+    assert function["Environment"]["Variables"][GpuWatchEnvironment.EXECUTION_ROLE_ARNS] == {
+        "Fn::Join": ["", ['["', role, '"]']]}
+    settings = watch.Settings.from_environment({**function["Environment"]["Variables"], "EXECUTION_ROLE_ARNS": '["r"]'})
+    assert settings.execution_role_arns == ("r",)
     (unscoped,) = [r["Properties"] for k, r in template["Resources"].items()
                    if r["Type"] == "AWS::IAM::Policy" and "UnscopedActions" in k]
     assert unscoped["PolicyDocument"]["Statement"] == [{"Action": ["sagemaker:ListTrainingJobs",

@@ -54,7 +54,14 @@ def test_the_pipeline_role_stops_and_tags_only_its_own_pipelines_jobs() -> None:
 def test_only_sagemaker_acting_for_this_account_may_assume_the_pipeline_role() -> None:
     _statements, trust = _role_document(_synth())
     sagemaker = {"Service": "sagemaker.amazonaws.com"}
-    assert decide(trust, principal=sagemaker, action="sts:AssumeRole", resource="*",
-                  context={"aws:SourceAccount": ACCOUNT}) == "Allow"
-    assert decide(trust, principal=sagemaker, action="sts:AssumeRole", resource="*",
-                  context={"aws:SourceAccount": "222222222222"}) == "ImplicitDeny"
+    own = f"arn:aws:sagemaker:{REGION}:{ACCOUNT}:pipeline/resnet-training/execution/e1"
+
+    def assume(account: str, source: str | None) -> str:
+        context = {"aws:SourceAccount": account, **({"aws:SourceArn": source} if source else {})}
+        return decide(trust, principal=sagemaker, action="sts:AssumeRole", resource="*", context=context)
+
+    assert assume(ACCOUNT, own) == "Allow"
+    assert assume("222222222222", own.replace(ACCOUNT, "222222222222")) == "ImplicitDeny"  # another account's
+    assert assume(ACCOUNT, own.replace("resnet-training", "team-b-training")) == "ImplicitDeny"  # another pipeline
+    assert assume(ACCOUNT, own.replace("resnet-training", "resnet-training-2")) == "ImplicitDeny"  # a longer name
+    assert assume(ACCOUNT, None) == "ImplicitDeny"

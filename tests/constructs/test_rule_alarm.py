@@ -184,7 +184,8 @@ def test_handler_is_arm64_python_with_its_configuration(template: Template) -> N
     assert props["Environment"]["Variables"] == {
         "TABLE_NAME": {"Ref": table_id},
         "TOPIC_ARN": {"Ref": topic_id},
-        "JOB_FAMILY": '{"job_name_prefix": "resnet-exp-"}',
+        "JOB_FAMILY": {"Fn::Join": ["", ['{"execution_role_arns": ["', {"Fn::GetAtt": [role_id, "Arn"]},
+                                         '"], "job_name_prefix": "resnet-exp-"}']]},
         "ALARM_ID": "Alarm/Alarm",
         "STATUSES": '["IssuesFound", "Error"]',
         "EVENT_BUS_NAME": {"Ref": _only(template, "AWS::Events::EventBus")[0]},  # transitions on the verdict bus
@@ -194,7 +195,6 @@ def test_handler_is_arm64_python_with_its_configuration(template: Template) -> N
         "KNOWN_RULES": '["LowGPUUtilization", "ProfilerReport"]',
         "STOP": "true",
         "STOP_PREFIX": "resnet-exp-",
-        "EXECUTION_ROLE_ARN": {"Fn::GetAtt": [role_id, "Arn"]},
     }
 
 
@@ -203,13 +203,18 @@ def test_the_synthesized_environment_is_what_the_handler_reads(template: Templat
     from cdk_sagemaker_debugger.runtime.rule_alarm.settings import Settings
 
     variables = _handler(template)[1]["Environment"]["Variables"]
-    deployed = {name: value if isinstance(value, str) else f"<{json.dumps(value)}>" for name, value in variables.items()}
-    settings = Settings.from_environment(deployed)
+    def deploy(value: object) -> str:  # a role ARN's GetAtt inside a Join stands for a role ARN
+        if isinstance(value, dict) and "Fn::Join" in value:
+            return "".join(p if isinstance(p, str) else "arn:aws:iam::123456789012:role/r" for p in value["Fn::Join"][1])
+        return value if isinstance(value, str) else f"<{json.dumps(value)}>"
+
+    settings = Settings.from_environment({name: deploy(value) for name, value in variables.items()})
     assert settings.family.job_name_prefix == settings.stop_prefix == "resnet-exp-"
     assert settings.statuses == frozenset({"IssuesFound", "Error"}) and settings.rule_names is None
     assert settings.known_rules == frozenset({"LowGPUUtilization", "ProfilerReport"})
     assert settings.max_messages_per_job == 25 and settings.transition_ttl_days == 90
-    assert settings.account_id is not None and settings.execution_role_arn is not None
+    assert settings.account_id is not None
+    assert settings.family.execution_role_arns == ("arn:aws:iam::123456789012:role/r",)
 
 
 def test_stop_is_scoped_to_the_prefix_without_pass_role_or_wildcards(template: Template) -> None:
@@ -525,7 +530,7 @@ def test_a_bare_prefix_alarm_with_the_family_role_and_bucket() -> None:
     props = _handler(template)[1]
     assert "ReservedConcurrentExecutions" not in props
     env = props["Environment"]["Variables"]
-    assert env["EXECUTION_ROLE_ARN"] == "arn:aws:iam::123456789012:role/team-a-training"
+    assert json.loads(env["JOB_FAMILY"])["execution_role_arns"] == ["arn:aws:iam::123456789012:role/team-a-training"]
     assert env["MAX_MESSAGES_PER_JOB"] == "3"
     assert alarm.verdict_rule is not None
     reads = [s for s in _handler_statements(template) if s["Action"] == "s3:GetObject"]

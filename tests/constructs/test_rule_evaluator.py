@@ -51,7 +51,11 @@ def test_function_is_arm64_python_with_the_benchmarked_size(template: Template):
     assert props["MemorySize"] == 1769 and props["Timeout"] == 300
     assert props["ReservedConcurrentExecutions"] == 5
     env = props["Environment"]["Variables"]
-    assert env["JOB_FAMILY"] == '{"job_name_prefix": "llm-finetune-"}' and env["SOURCE"] == "AUTO"
+    role = {"Fn::GetAtt": [next(k for k in template.find_resources("AWS::IAM::Role") if k.startswith("JobExecutionRole")),
+                           "Arn"]}
+    assert env["JOB_FAMILY"] == {"Fn::Join": ["", ['{"execution_role_arns": ["', role,
+                                                   '"], "job_name_prefix": "llm-finetune-"}']]}  # only the job's role
+    assert env["SOURCE"] == "AUTO"
     assert env["EVENT_BUS_NAME"] == {"Ref": _bus_id(template)} and env["METRIC_NAMESPACE"] == "CdkSageMakerDebugger"
     assert json.loads(env["RULES"]) == [
         {"configuration_name": "ProfilerReport", "rule_to_invoke": "ProfilerReport",

@@ -13,6 +13,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
+from aws_cdk import aws_iam as iam
 from aws_cdk import aws_s3 as s3
 from aws_cdk.assertions import Template
 from helpers import make_stack
@@ -58,14 +59,24 @@ def _rule_configs(rule_list: list[Any]) -> list[RuleConfig]:
     return [RuleConfig(r.name, r.rule_to_invoke, dict(r.parameters)) for r in rule_list]
 
 
+TEAM_ROLE = "arn:aws:iam::123456789012:role/team-jobs"
+
+
+def _role(bucket: s3.IBucket) -> iam.IRole:
+    return iam.Role.from_role_arn(bucket.stack, "TeamRole", TEAM_ROLE)
+
+
 # -- RuleEvaluator -----------------------------------------------------------------------------------------------------
 FAMILIES = {
     "prefix": (lambda bucket, **kw: TrainingJobs.from_job_name_prefix("llm-finetune-", output_bucket=bucket, **kw),
                JobFamily(job_name_prefix="llm-finetune-")),
-    "tag": (lambda bucket, **kw: TrainingJobs.from_tag("team", "vision", output_bucket=bucket, **kw),
-            JobFamily(tag_key="team", tag_value="vision")),
-    "pipeline": (lambda bucket, **kw: TrainingJobs.from_pipeline("churn-pipeline", output_bucket=bucket, **kw),
-                 JobFamily(job_name_prefix="pipelines-", pipeline_name="churn-pipeline")),
+    "tag": (lambda bucket, **kw: TrainingJobs.from_tag("team", "vision", output_bucket=bucket, **kw,
+                                                       execution_role=_role(bucket)),
+            JobFamily(tag_key="team", tag_value="vision", execution_role_arns=(TEAM_ROLE,))),
+    "pipeline": (lambda bucket, **kw: TrainingJobs.from_pipeline("churn-pipeline", output_bucket=bucket, **kw,
+                                                                 execution_role=_role(bucket)),
+                 JobFamily(job_name_prefix="pipelines-", pipeline_name="churn-pipeline",
+                           execution_role_arns=(TEAM_ROLE,))),
 }
 
 
@@ -132,9 +143,12 @@ def test_a_training_jobs_evaluator_reads_where_its_sampler_writes(profiled_job: 
 
 def test_a_training_jobs_evaluator_evaluates_its_runs_and_its_rules(profiled_job: dict[str, Any]) -> None:
     settings, job = profiled_job["settings"], profiled_job["job"]
-    assert _fields(settings.family) == _fields(job.training_jobs.family) == _fields(JobFamily(job_name_prefix="resnet-"))
-    assert settings.family.refusal("resnet-" + "0123456789abcdef0123") is None  # a run of the state machine
-    assert settings.family.refusal("resnet2-" + "0123456789abcdef0123") is not None  # a sibling prefix's run
+    role = profiled_job["deployed"].resolve(profiled_job["stack"].resolve(job.role.role_arn))
+    assert ":role/" in role
+    assert _fields(settings.family) == _fields(JobFamily(job_name_prefix="resnet-", execution_role_arns=(role,)))
+    assert settings.family.refusal("resnet-" + "0123456789abcdef0123", role_arn=role) is None  # a run of the job
+    assert settings.family.refusal("resnet2-" + "0123456789abcdef0123", role_arn=role) is not None  # a sibling's run
+    assert settings.family.refusal("resnet-" + "0123456789abcdef0123", role_arn=role + "2") is not None  # other role
     assert settings.rules == _rule_configs(profiled_job["rule_set"].rules)
     Evaluator(settings.rules)
     bus_id = profiled_job["stack"].get_logical_id(job.evaluator.event_bus.node.default_child)
@@ -188,6 +202,7 @@ def test_a_training_jobs_dashboard_watch_reads_its_runs_and_its_instance_gpus() 
 
     settings = WatchSettings.from_environment(deployed.function_environment(WATCH_HANDLER))
 
-    assert settings == WatchSettings("vision-", 8, DEFAULT_NAMESPACE, settings.execution_role_arn)
-    assert settings.execution_role_arn is not None and ":role/" in settings.execution_role_arn  # the family's role
+    role = deployed.resolve(stack.resolve(job.role.role_arn))
+    assert settings == WatchSettings("vision-", 8, DEFAULT_NAMESPACE, (role,))
+    assert ":role/" in role  # the family's role
     assert _published_metric(settings) == _low_gpu_metric(deployed)

@@ -163,7 +163,7 @@ class TestIam:
         metrics = next(s for s in statements if s["Action"] == "cloudwatch:PutMetricData")
         assert metrics["Condition"] == {"StringLike": {"cloudwatch:namespace": ["/aws/sagemaker/*"]}}
         writes = next(s for s in statements if "s3:PutObject" in s["Action"])
-        assert json.dumps(writes["Resource"]).endswith('/training/*"]]}')
+        assert json.dumps(writes["Resource"]).endswith('/training/resnet-*"]]}')  # its own runs, no other job's
 
     def test_given_role_is_used_unchanged(self):
         stack = make_stack("us-east-1")

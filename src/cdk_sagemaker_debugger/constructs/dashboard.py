@@ -227,8 +227,10 @@ class TrainingDashboard(Construct):
         prefix = self.job_name_prefix
         environment = {GpuWatchEnvironment.JOB_NAME_PREFIX: prefix, GpuWatchEnvironment.GPUS_PER_HOST: str(self.devices[0]),
                        GpuWatchEnvironment.METRIC_NAMESPACE: self._namespace}
-        if self.training_jobs.execution_role is not None:  # a job that only borrows the prefix does not count
-            environment[GpuWatchEnvironment.EXECUTION_ROLE_ARN] = self.training_jobs.execution_role.role_arn
+        roles = self.training_jobs.execution_roles
+        if roles:  # a job that only borrows the prefix does not count
+            environment[GpuWatchEnvironment.EXECUTION_ROLE_ARNS] = cdk.Stack.of(self).to_json_string(
+                [role.role_arn for role in roles])
         watch = runtime_function(
             scope, "Function", package="gpu_watch", handler="handler.handler",
             description=f"Publishes the lowest per-GPU utilisation of training jobs {prefix}* every minute",

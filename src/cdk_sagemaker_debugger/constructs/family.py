@@ -29,6 +29,7 @@ developer guide's sample "SageMaker Training Job State Change" event carries ``d
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -113,7 +114,12 @@ class TrainingJobs:
         profiler_prefix: their key prefix there. Default: ``output_prefix`` when ``profiler_bucket`` is not given,
             otherwise none.
         execution_role: the role the jobs run as; when given, the functions act only on jobs running as this role.
-            Default: none (the family's name, tag or pipeline decides alone).
+            Default: none (a name-prefix family's name decides alone; a tag or pipeline family needs a role).
+        execution_roles: several roles the jobs run as (the steps of a pipeline, or jobs of several teams sharing a
+            tag), instead of ``execution_role``; the functions act only on jobs running as one of them. Default: none.
+
+    A tag or pipeline family needs ``execution_role`` or ``execution_roles``: anyone allowed ``sagemaker:AddTags``
+    can tag a job into it, while running a job as a role needs ``iam:PassRole`` on that role.
 
     Example::
 
@@ -124,15 +130,25 @@ class TrainingJobs:
     def __init__(self, family: JobFamily, *, output_bucket: s3.IBucket, output_prefix: str | None = None,
                  profiler_bucket: s3.IBucket | None = None, profiler_prefix: str | None = None,
                  execution_role: iam.IRole | None = None, origin: JobOrigin | None = None,
-                 label: str) -> None:
+                 label: str, execution_roles: Sequence[iam.IRole] | None = None) -> None:
         where = origin.path if origin is not None else "TrainingJobs"
         check_kind(output_bucket, "arn_for_objects", where=where, field="output_bucket", expected=_BUCKET)
         if output_bucket is None:
             raise ConfigurationError(f"needs output_bucket= ({_BUCKET}): the jobs' OutputDataConfig bucket.",
                                      where=where, field="output_bucket")
         check_kind(profiler_bucket, "arn_for_objects", where=where, field="profiler_bucket", expected=_BUCKET)
-        check_kind(execution_role, "role_arn", where=where, field="execution_role",
-                   expected="an iam.IRole such as iam.Role.from_role_arn(stack, 'Role', 'arn:aws:iam::...:role/...')")
+        roles = _check_roles(execution_role, execution_roles, where=where)
+        if family.needs_tags and not roles:
+            kind = "tag" if family.tag_key is not None else "SageMaker Pipeline"
+            raise ConfigurationError(
+                f"a {kind} family needs the role its jobs run as: anyone allowed sagemaker:AddTags can tag a job into "
+                "it, while running a job as a role needs iam:PassRole on that role. Pass execution_role=iam.Role."
+                "from_role_arn(stack, 'JobRole', 'arn:aws:iam::<account>:role/<role>'), or execution_roles=[...] for "
+                "jobs running as several roles" + (" (TrainingPipeline(...).training_jobs knows its steps' roles)."
+                                                   if family.pipeline_name is not None else "."),
+                where=where, field="execution_role")
+        if roles and not family.execution_role_arns:
+            family = dataclasses.replace(family, execution_role_arns=tuple(role.role_arn for role in roles))
         #: Which jobs, as the functions apply it.
         self.family = family
         #: Human-readable description, for descriptions and messages (for example ``training jobs resnet-*``).
@@ -143,7 +159,10 @@ class TrainingJobs:
         if profiler_prefix is None and profiler_bucket is None:
             profiler_prefix = self.output_prefix
         self.profiler_prefix: str = key_prefix(profiler_prefix, where=where, field="profiler_prefix") or ""
-        self.execution_role = execution_role
+        #: The roles the jobs run as (empty: the name decides alone); the functions check each job's ``RoleArn``.
+        self.execution_roles: tuple[iam.IRole, ...] = roles
+        #: The one role the jobs run as, when the family has exactly one (None otherwise).
+        self.execution_role: iam.IRole | None = roles[0] if len(roles) == 1 else None
         #: What the ProfiledTrainingJob whose runs these are tells about them (``job.training_jobs``), else None.
         self.origin = origin
 
@@ -151,7 +170,8 @@ class TrainingJobs:
     @classmethod
     def from_job_name_prefix(cls, prefix: str, *, output_bucket: s3.IBucket, output_prefix: str | None = None,
                              profiler_bucket: s3.IBucket | None = None, profiler_prefix: str | None = None,
-                             execution_role: iam.IRole | None = None) -> TrainingJobs:
+                             execution_role: iam.IRole | None = None,
+                             execution_roles: Sequence[iam.IRole] | None = None) -> TrainingJobs:
         """Jobs whose name starts with ``prefix``.
 
         :param prefix: the start of the jobs' names, at least 3 characters (a deploy-time token is allowed).
@@ -159,13 +179,15 @@ class TrainingJobs:
         prefix = check_job_name_prefix(prefix, where="TrainingJobs.from_job_name_prefix", field="prefix")
         return cls(JobFamily(job_name_prefix=prefix), output_bucket=output_bucket, output_prefix=output_prefix,
                    profiler_bucket=profiler_bucket, profiler_prefix=profiler_prefix, execution_role=execution_role,
-                   label=f"training jobs {prefix}*")
+                   execution_roles=execution_roles, label=f"training jobs {prefix}*")
 
     @classmethod
     def from_tag(cls, key: str, value: str, *, output_bucket: s3.IBucket, output_prefix: str | None = None,
                  profiler_bucket: s3.IBucket | None = None, profiler_prefix: str | None = None,
-                 execution_role: iam.IRole | None = None) -> TrainingJobs:
-        """Jobs tagged ``key=value`` wherever they were started (the tag must be set when the job is created).
+                 execution_role: iam.IRole | None = None,
+                 execution_roles: Sequence[iam.IRole] | None = None) -> TrainingJobs:
+        """Jobs tagged ``key=value`` and running as ``execution_role`` (or one of ``execution_roles``), wherever they
+        were started (the tag must be set when the job is created). A role is required.
 
         :param key: the tag key (compared exactly, as IAM's ``aws:ResourceTag`` compares it).
         :param value: the tag value the jobs carry (compared exactly).
@@ -173,21 +195,26 @@ class TrainingJobs:
         key, value = check_tag(key, value, where="TrainingJobs.from_tag")
         return cls(JobFamily(tag_key=key, tag_value=value), output_bucket=output_bucket, output_prefix=output_prefix,
                    profiler_bucket=profiler_bucket, profiler_prefix=profiler_prefix, execution_role=execution_role,
-                   label=f"training jobs tagged {key}={value}")
+                   execution_roles=execution_roles, label=f"training jobs tagged {key}={value}")
 
     @classmethod
     def from_pipeline(cls, pipeline_name: str, *, output_bucket: s3.IBucket, output_prefix: str | None = None,
                       profiler_bucket: s3.IBucket | None = None, profiler_prefix: str | None = None,
-                      execution_role: iam.IRole | None = None) -> TrainingJobs:
-        """The training jobs of a SageMaker Pipeline's executions (named ``pipelines-...`` and tagged with the
-        execution by SageMaker).
+                      execution_role: iam.IRole | None = None,
+                      execution_roles: Sequence[iam.IRole] | None = None) -> TrainingJobs:
+        """The training jobs of a SageMaker Pipeline's executions in this account and region (named
+        ``pipelines-...`` and tagged with the execution by SageMaker), running as ``execution_role`` (or one of
+        ``execution_roles``, one per step role). A role is required. For a ``TrainingPipeline`` of this app use
+        its ``training_jobs``, which knows the steps' bucket, prefix and roles. SageMaker writes each job's output
+        under ``<S3OutputPath of the step>/pipelines-.../``: ``output_prefix`` is the key part of that path (a
+        ProfiledTrainingJob's step writes under its ``output_prefix``, ``"training"`` by default).
 
         :param pipeline_name: the pipeline's ``PipelineName`` (compared case-insensitively).
         """
         name = check_pipeline_name(pipeline_name, where="TrainingJobs.from_pipeline")
         return cls(JobFamily(job_name_prefix=PIPELINE_JOB_NAME_PREFIX, pipeline_name=name),
                    output_bucket=output_bucket, output_prefix=output_prefix, profiler_bucket=profiler_bucket,
-                   profiler_prefix=profiler_prefix, execution_role=execution_role,
+                   profiler_prefix=profiler_prefix, execution_role=execution_role, execution_roles=execution_roles,
                    label=f"training jobs of the SageMaker Pipeline {name}")
 
     @classmethod
@@ -385,6 +412,28 @@ def check_training_jobs(value: object, *, where: str) -> TrainingJobs:
         f"expected TrainingJobs, got {type(value).__name__} {value!r}. Pass job.training_jobs for a "
         "ProfiledTrainingJob, or TrainingJobs.from_job_name_prefix(...), .from_tag(...) or .from_pipeline(...) "
         "for jobs started elsewhere.", where=where, field="training_jobs", value=value)
+
+
+_ROLE = "an iam.IRole such as iam.Role.from_role_arn(stack, 'Role', 'arn:aws:iam::...:role/...')"
+
+
+def _check_roles(role: object, roles: object, *, where: str) -> tuple[iam.IRole, ...]:
+    """``execution_role=`` and ``execution_roles=`` of a family as one tuple (at most one of the two given)."""
+    check_kind(role, "role_arn", where=where, field="execution_role", expected=_ROLE)
+    if roles is None:
+        return (role,) if role is not None else ()  # type: ignore[return-value]
+    if role is not None:
+        raise ConfigurationError("give execution_role= or execution_roles=, not both (put every role in "
+                                 "execution_roles).", where=where, field="execution_roles")
+    if isinstance(roles, (str, bytes)) or not isinstance(roles, Sequence) or not roles:
+        raise ConfigurationTypeError(f"expected a non-empty list of iam.IRole, got {type(roles).__name__} {roles!r}.",
+                                     where=where, field="execution_roles", value=roles)
+    for index, each in enumerate(roles):
+        check_kind(each, "role_arn", where=where, field=f"execution_roles[{index}]", expected=_ROLE)
+        if each is None:
+            raise ConfigurationTypeError(f"expected {_ROLE}, got None.", where=where,
+                                         field=f"execution_roles[{index}]")
+    return tuple(dict.fromkeys(roles))
 
 
 def _bucket_and_prefix(uri: str) -> tuple[str, str] | None:

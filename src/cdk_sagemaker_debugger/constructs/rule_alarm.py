@@ -148,7 +148,8 @@ class RuleAlarm(Construct):
         #: What the ProfiledTrainingJob of the family tells about its runs (``job.training_jobs.origin``), or None.
         self.origin: JobOrigin | None = self.training_jobs.origin
         self.job_name_prefix: str = self.training_jobs.job_name_prefix
-        #: The role the watched jobs must run as; None trusts the family's name, tag or pipeline.
+        #: The role the watched jobs must run as, when the family has exactly one; None otherwise (see
+        #: ``training_jobs.execution_roles``, which the function checks through the family).
         self.execution_role: iam.IRole | None = self.training_jobs.execution_role
         #: Where RuleAlarm re-reads RuleEvaluator reports.
         self.output_bucket: s3.IBucket = self.training_jobs.output_bucket
@@ -165,7 +166,7 @@ class RuleAlarm(Construct):
             self.stop_prefix = _stop_prefix(stop, self.job_name_prefix, where=where)
 
     def _warn_about_weaker_trust(self) -> None:
-        if self.origin is None and self.execution_role is None:
+        if self.origin is None and not self.training_jobs.execution_roles:
             cdk.Annotations.of(self).add_warning_v2(
                 "cdk-sagemaker-debugger:ruleAlarmTrustsPrefix",
                 f"The alarm acts on every one of the {self.training_jobs.label}: anyone who can create such a job can "
@@ -251,8 +252,6 @@ class RuleAlarm(Construct):
         if self.stop_prefix is not None:
             environment[env.STOP] = "true"
             environment[env.STOP_PREFIX] = self.stop_prefix
-        if self.execution_role is not None:
-            environment[env.EXECUTION_ROLE_ARN] = self.execution_role.role_arn
         return environment
 
     def _create_handler(self, log_retention: logs.RetentionDays, reserved_concurrency: int | None) -> None:

@@ -39,6 +39,7 @@ from ._removed_props import names_removed_props
 from .evaluator_mlflow import EvaluatorMlflow
 from .event_bus import allow_verdict_publisher, verdict_bus
 from .family import JobOrigin, TrainingJobs, check_training_jobs
+from .output_locations import claim_output_location, guard_evaluator_keys
 from .rule_set import ProfilerRuleSet
 
 # Chosen from benchmarks/evaluator.py: 1,769 MB is one full vCPU (a 60-minute, 8-GPU node evaluates well inside the
@@ -377,6 +378,10 @@ class RuleEvaluator(Construct):
                 bucket.encryption_key.grant_encrypt_decrypt(self.role)
                 acknowledge_wildcards(self.role.node.find_child("DefaultPolicy"), KMS_KEY_FINDINGS)
         self.log_group.grant_write(self.role)
+        guard_evaluator_keys(self, jobs.output_bucket, self.role)
+        claim_output_location(self, bucket=jobs.output_bucket, prefix=jobs.output_prefix, names=jobs.job_name_prefix,
+                              roles=[role.role_arn for role in jobs.execution_roles],
+                              what="the RuleEvaluator")
         acknowledge_wildcards(self.policy, {
             "Resource::*": "ListTrainingJobs, GetMetricData and DescribeInstanceTypes do not support resource-level "
             "permissions; the function keeps the family's jobs only, reads only the /aws/sagemaker/TrainingJobs "

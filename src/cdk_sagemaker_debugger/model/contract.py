@@ -70,7 +70,6 @@ class AlarmEnvironment:
     STOP_PREFIX = "STOP_PREFIX"
     EVENT_BUS_NAME = "EVENT_BUS_NAME"
     ACCOUNT_ID = "ACCOUNT_ID"
-    EXECUTION_ROLE_ARN = "EXECUTION_ROLE_ARN"
     MAX_MESSAGES_PER_JOB = "MAX_MESSAGES_PER_JOB"
     TRANSITION_TTL_DAYS = "TRANSITION_TTL_DAYS"
     WATCH_TTL_DAYS = "WATCH_TTL_DAYS"
@@ -102,8 +101,9 @@ class GpuWatchEnvironment:
     GPUS_PER_HOST = "GPUS_PER_HOST"
     #: CloudWatch namespace of the published metrics (default :data:`DEFAULT_NAMESPACE`).
     METRIC_NAMESPACE = "METRIC_NAMESPACE"
-    #: Only jobs running as this role count (unset: the family has no known execution role).
-    EXECUTION_ROLE_ARN = "EXECUTION_ROLE_ARN"
+    #: Only jobs running as one of these roles count: a JSON list of role ARNs (unset: the family has no known
+    #: execution role).
+    EXECUTION_ROLE_ARNS = "EXECUTION_ROLE_ARNS"
 
 
 # -- the job family ----------------------------------------------------------------------------------------------------
@@ -115,10 +115,13 @@ PIPELINE_JOB_NAME_PREFIX = "pipelines-"
 
 @dataclass(frozen=True)
 class JobFamily:
-    """Which training jobs a function acts on: a name prefix, and (for tag and pipeline families) a tag.
+    """Which training jobs a function acts on: a name prefix, (for tag and pipeline families) a tag, and the roles
+    the jobs run as.
 
     Job names are compared case-insensitively (SageMaker keeps job names unique regardless of case and writes their
-    ARNs in lower case); tag keys and values are compared exactly, as IAM's ``aws:ResourceTag`` compares them.
+    ARNs in lower case); tag keys and values are compared exactly, as IAM's ``aws:ResourceTag`` compares them; role
+    ARNs exactly, as DescribeTrainingJob returns ``RoleArn``. A name or a tag is easy to borrow (CreateTrainingJob,
+    ``sagemaker:AddTags``); running as a role needs ``iam:PassRole`` on it, so the roles are what a family trusts.
     """
 
     #: Names start with this ("" for any name).
@@ -128,6 +131,8 @@ class JobFamily:
     tag_value: str | None = None
     #: The job was started by an execution of this SageMaker Pipeline (its ``sagemaker:pipeline-execution-arn`` tag).
     pipeline_name: str | None = None
+    #: The job runs as one of these roles (empty: the name, tag or pipeline decides alone).
+    execution_role_arns: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, text: str) -> JobFamily:
@@ -136,9 +141,13 @@ class JobFamily:
             data = json.loads(text)
         except (TypeError, json.JSONDecodeError) as error:
             raise ValueError(f"{JOB_FAMILY_ENV} is not JSON: {error}") from error
-        if not isinstance(data, dict) or set(data) - {"job_name_prefix", "tag_key", "tag_value", "pipeline_name"}:
+        if not isinstance(data, dict) or set(data) - {"job_name_prefix", "tag_key", "tag_value", "pipeline_name",
+                                                      "execution_role_arns"}:
             raise ValueError(f"{JOB_FAMILY_ENV} is not a job family: {str(text)[:200]!r}")
-        family = cls(**data)
+        roles = data.pop("execution_role_arns", [])
+        if not isinstance(roles, list) or not all(isinstance(r, str) and r for r in roles):
+            raise ValueError(f"{JOB_FAMILY_ENV} execution_role_arns is not a list of role ARNs: {str(roles)[:200]!r}")
+        family = cls(**data, execution_role_arns=tuple(roles))
         if not (family.job_name_prefix or family.tag_key or family.pipeline_name):
             raise ValueError(f"{JOB_FAMILY_ENV} selects every training job; it needs a prefix, a tag or a pipeline")
         if (family.tag_key is None) != (family.tag_value is None):
@@ -149,6 +158,7 @@ class JobFamily:
         """The family as the functions' environment carries it. An empty tag value is a value (``team=""``), so only
         unset fields and the empty "any name" prefix are left out."""
         fields = asdict(self)
+        fields["execution_role_arns"] = list(self.execution_role_arns) or None
         return json.dumps({k: v for k, v in fields.items()
                            if v is not None and not (k == "job_name_prefix" and v == "")}, sort_keys=True)
 
@@ -166,29 +176,45 @@ class JobFamily:
         """False when the name alone rules the job out (its prefix); the rest is decided by :meth:`refusal`."""
         return isinstance(job_name, str) and job_name.lower().startswith(self.job_name_prefix.lower())
 
-    def refusal(self, job_name: str, tags: Mapping[str, str] | None = None) -> str | None:
-        """Why the job is not one of the family (None when it is). ``tags`` is required when :attr:`needs_tags`."""
+    def refusal(self, job_name: str, tags: Mapping[str, str] | None = None, *, role_arn: Any = None,
+                job_arn: Any = None) -> str | None:
+        """Why the job is not one of the family (None when it is), from DescribeTrainingJob's ``RoleArn`` and
+        ``TrainingJobArn`` and, when :attr:`needs_tags`, the job's tags. A pipeline family accepts only an execution
+        of the pipeline in the job's own partition, region and account."""
         if not self.name_may_belong(job_name):
             return "job outside the family's name prefix"
+        if self.execution_role_arns and role_arn not in self.execution_role_arns:
+            return "the job does not run as the family's execution role"
         if not self.needs_tags:
             return None
         if tags is None:
             return "the job's tags are unknown"
         if self.tag_key is not None and tags.get(self.tag_key) != self.tag_value:
             return f"the job is not tagged {self.tag_key}={self.tag_value}"
-        if self.pipeline_name is not None and pipeline_of_execution(tags.get(PIPELINE_EXECUTION_TAG)) != (
-                self.pipeline_name.lower()):
-            return f"the job was not started by the SageMaker Pipeline {self.pipeline_name}"
+        if self.pipeline_name is not None:
+            if not isinstance(job_arn, str):
+                return "the job's ARN is unknown, so its pipeline execution cannot be placed"
+            if pipeline_of_execution(tags.get(PIPELINE_EXECUTION_TAG), home=job_arn) != self.pipeline_name.lower():
+                return f"the job was not started by the SageMaker Pipeline {self.pipeline_name} of its own account"
         return None
 
 
-def pipeline_of_execution(execution_arn: Any) -> str | None:
-    """The (lower-cased) pipeline name of ``arn:...:pipeline/<name>/execution/<id>``; None for anything else."""
+def pipeline_of_execution(execution_arn: Any, *, home: str | None = None) -> str | None:
+    """The (lower-cased) pipeline name of ``arn:<partition>:sagemaker:<region>:<account>:pipeline/<name>/execution/
+    <id>``; None for anything else, and (given ``home``, another ARN such as the job's) for an execution in another
+    partition, region or account than ``home``'s: a pipeline of the same name elsewhere is not the family's."""
     if not isinstance(execution_arn, str):
         return None
-    _, found, path = execution_arn.partition(":pipeline/")
+    parts = execution_arn.split(":", 5)
+    if len(parts) != 6 or parts[0] != "arn" or parts[2] != "sagemaker" or not all(parts[1:5]):
+        return None
+    if home is not None:
+        where = home.split(":", 5)
+        if len(where) != 6 or [parts[1], parts[3], parts[4]] != [where[1], where[3], where[4]]:
+            return None
+    kind, found, path = parts[5].partition("pipeline/")
     name, separator, execution = path.partition("/execution/")
-    return name.lower() if found and separator and name and "/" not in name and execution else None
+    return name.lower() if not kind and found and separator and name and "/" not in name and execution else None
 
 
 def job_tags(sagemaker: Any, job_arn: str) -> dict[str, str]:

@@ -80,7 +80,7 @@ def test_a_job_that_borrows_the_prefix_but_not_the_role_does_not_count(clients) 
     """An idle job under the prefix, started with another role, would have fired the low-GPU alarm (or with its
     figures stood in for the family's); with the family's role known it is not measured at all."""
     sagemaker, sm_stub, cloudwatch, cw_stub = clients
-    settings = watch.Settings("vision-train-", 4, execution_role_arn="arn:aws:iam::123456789012:role/vision-train")
+    settings = watch.Settings("vision-train-", 4, execution_role_arns=("arn:aws:iam::123456789012:role/vision-train",))
     sm_stub.add_response("list_training_jobs", {"TrainingJobSummaries": [
         summary("vision-train-idle"), summary("vision-train-real")]}, LISTING)
     sm_stub.add_response("describe_training_job", description(
@@ -93,9 +93,31 @@ def test_a_job_that_borrows_the_prefix_but_not_the_role_does_not_count(clients) 
     measurement = watch.measure(settings, sagemaker, cloudwatch, now=NOW)
 
     assert measurement.per_gpu == {"vision-train-real/algo-1": 90.0}
-    assert watch.Settings.from_environment({"JOB_NAME_PREFIX": "a-", "GPUS_PER_HOST": "8",
-                                            "EXECUTION_ROLE_ARN": "arn:aws:iam::1:role/r"}).execution_role_arn == (
-        "arn:aws:iam::1:role/r")
+    assert watch.Settings.from_environment({
+        "JOB_NAME_PREFIX": "a-", "GPUS_PER_HOST": "8",
+        "EXECUTION_ROLE_ARNS": '["arn:aws:iam::1:role/r", "arn:aws:iam::1:role/s"]'}).execution_role_arns == (
+        "arn:aws:iam::1:role/r", "arn:aws:iam::1:role/s")
+    with pytest.raises(watch.SettingsError, match="EXECUTION_ROLE_ARNS must be a JSON list"):
+        watch.Settings.from_environment({"JOB_NAME_PREFIX": "a-", "GPUS_PER_HOST": "8",
+                                         "EXECUTION_ROLE_ARNS": "arn:aws:iam::1:role/r"})
+
+
+def test_jobs_of_each_of_the_familys_roles_count_and_no_other(clients) -> None:
+    """A family of several roles (a pipeline's steps): an idle job of a third role cannot raise the alarm."""
+    sagemaker, sm_stub, cloudwatch, cw_stub = clients
+    roles = ("arn:aws:iam::123456789012:role/prepare", "arn:aws:iam::123456789012:role/train")
+    settings = watch.Settings("vision-train-", 4, execution_role_arns=roles)
+    sm_stub.add_response("list_training_jobs", {"TrainingJobSummaries": [
+        summary("vision-train-a"), summary("vision-train-b"), summary("vision-train-idle")]}, LISTING)
+    for name, role in (("vision-train-a", roles[0]), ("vision-train-b", roles[1]),
+                       ("vision-train-idle", "arn:aws:iam::123456789012:role/intruder")):
+        sm_stub.add_response("describe_training_job", description(name, role=role), {"TrainingJobName": name})
+    cw_stub.add_response("get_metric_data", {"MetricDataResults": [result(0, 360.0), result(1, 200.0)]}, {
+        "MetricDataQueries": ANY, "StartTime": NOW - watch.LOOKBACK, "EndTime": NOW, "ScanBy": "TimestampDescending"})
+
+    measurement = watch.measure(settings, sagemaker, cloudwatch, now=NOW)
+
+    assert measurement.per_gpu == {"vision-train-a/algo-1": 90.0, "vision-train-b/algo-1": 50.0}
 
 
 def test_queries_name_each_host_with_the_sagemaker_dimension(clients) -> None:

@@ -18,6 +18,7 @@ from cdk_sagemaker_debugger.runtime.evaluator import lease as evaluator_lease
 from cdk_sagemaker_debugger.runtime.evaluator import report as evaluator_report
 from cdk_sagemaker_debugger.runtime.evaluator import state as evaluator_state
 from cdk_sagemaker_debugger.runtime.rule_alarm import reports
+from cdk_sagemaker_debugger.runtime.rule_alarm.contract_shared import JobFamily
 from cdk_sagemaker_debugger.runtime.rule_alarm.events import parse_time
 from cdk_sagemaker_debugger.runtime.rule_alarm.settings import Settings
 
@@ -27,7 +28,8 @@ ISSUES = {"RuleConfigurationName": "StepOutlier", "RuleEvaluationStatus": "Issue
 
 @pytest.fixture
 def guarded(aws: AwsClients) -> Iterator[Harness]:
-    settings = {"stop_prefix": "exp-", "account_id": ACCOUNT, "execution_role_arn": FAMILY_ROLE,
+    settings = {"stop_prefix": "exp-", "account_id": ACCOUNT,
+                "family": JobFamily(job_name_prefix="exp-", execution_role_arns=(FAMILY_ROLE,)),
                 "known_rules": frozenset({"StepOutlier", "LowGPUUtilization"})}
     with Harness(aws, settings=settings) as running:
         yield running
@@ -170,11 +172,11 @@ def test_parse_time_gives_none_for_times_without_a_utc_equivalent(text: str) -> 
 
 def test_settings_read_the_trust_environment() -> None:
     settings = Settings.from_environment({
-        "TABLE_NAME": "t", "TOPIC_ARN": "arn:aws:sns:us-east-1:1:t", "JOB_FAMILY": '{"job_name_prefix": "exp-"}', "ALARM_ID": "S/A",
-        "ACCOUNT_ID": ACCOUNT, "EXECUTION_ROLE_ARN": FAMILY_ROLE, "KNOWN_RULES": '["A", "B"]',
+        "TABLE_NAME": "t", "TOPIC_ARN": "arn:aws:sns:us-east-1:1:t", "JOB_FAMILY": json.dumps({"job_name_prefix": "exp-", "execution_role_arns": [FAMILY_ROLE]}), "ALARM_ID": "S/A",
+        "ACCOUNT_ID": ACCOUNT, "KNOWN_RULES": '["A", "B"]',
         "MAX_MESSAGES_PER_JOB": "7",
     })
-    assert (settings.account_id, settings.execution_role_arn) == (ACCOUNT, FAMILY_ROLE)
+    assert (settings.account_id, settings.family.execution_role_arns) == (ACCOUNT, (FAMILY_ROLE,))
     assert settings.known_rules == frozenset({"A", "B"}) and settings.max_messages_per_job == 7
 
 

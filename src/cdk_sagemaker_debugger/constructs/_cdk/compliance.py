@@ -54,7 +54,8 @@ ACKNOWLEDGED: tuple[Acknowledged, ...] = (
         "IAMNoInlinePolicy",
         ("ProfiledTrainingJob/ExecutionRole", "ProfiledTrainingJob/ExecutionRole/DefaultPolicy",
          "ProfiledTrainingJob/StateMachineRole", "ProfiledTrainingJob/StateMachineRole/DefaultPolicy",
-         "ProfiledTrainingJob/RuleActionsPolicy", "RuleEvaluator/Role/DefaultPolicy", "RuleEvaluator/Permissions",
+         "ProfiledTrainingJob/RuleActionsPolicy", "ProfiledTrainingJob/DebuggerTopicDenyPolicy",
+         "RuleEvaluator/Role/DefaultPolicy", "RuleEvaluator/Permissions",
          "RuleAlarm/Role/DefaultPolicy", "TrainingDashboard/GpuWatch/Role/DefaultPolicy",
          "TrainingDashboard/GpuWatch/UnscopedActions", "TrainingPipeline/ExecutionRole"),
         "Each policy names the resources of one construct and belongs to the one role created with it; as customer "

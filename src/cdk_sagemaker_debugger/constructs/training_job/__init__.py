@@ -52,6 +52,7 @@ from .._cdk.images import concrete_region
 from .._cdk.lazy import LazyPath
 from .._cdk.nag import Findings
 from ..family import TrainingJobs, family_metric
+from ..output_locations import claim_output_location
 from ..rule_set import ProfilerRuleSet
 from ..sampler import DEFAULT_SAMPLER, Sampler
 from . import engines, multinode, props
@@ -351,6 +352,8 @@ class ProfiledTrainingJob(Construct):
         self.role = role if role is not None else self._policy.create_role(vpc is not None)
         multinode.grant_job_locations(self)
         self._role_arn = self.role.role_arn
+        claim_output_location(self, bucket=self.output_bucket, prefix=self.output_prefix,
+                              names=f"{self.job_name_prefix}-", roles=[self._role_arn], what="the training job")
         self.vpc, self.security_groups, self._subnet_ids = place_in_vpc(self, vpc, vpc_subnets, security_groups)
         self._security_group_ids = [sg.security_group_id for sg in self.security_groups]
         multinode.secure_cluster_network(self, created=not security_groups)

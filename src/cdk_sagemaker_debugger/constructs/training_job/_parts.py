@@ -10,6 +10,7 @@ import aws_cdk as cdk
 from aws_cdk import aws_ecr as ecr
 from aws_cdk import aws_iam as iam
 from aws_cdk import aws_kms as kms
+from aws_cdk import aws_s3 as s3
 from aws_cdk import aws_s3_assets as s3_assets
 from aws_cdk import aws_stepfunctions as sfn
 from constructs import Node
@@ -60,6 +61,7 @@ class JobParts(Protocol):
     request_members: RequestMembers
     sampler: Sampler | None
     sampler_bundle: s3_assets.Asset | None
+    output_bucket: s3.IBucket
     output_prefix: str
     output_s3_uri: str
     profiler_s3_uri: str

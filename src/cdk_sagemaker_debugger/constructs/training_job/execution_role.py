@@ -8,8 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 from aws_cdk import aws_iam as iam
 
+from ...model.contract import PIPELINE_JOB_NAME_PREFIX
 from ...model.parameters import is_token
-from .._cdk.layout import EVALUATOR_REPORT_FOLDER, EVALUATOR_STATE_FILE
+from ..output_locations import EVALUATOR_KEY_WRITES, evaluator_key_arns
 from ._shared import ecr_repository_arns
 from .channels import S3_URI
 
@@ -36,6 +37,7 @@ class ExecutionPolicy:
         self._pending: list[dict[str, Any]] | None = None
         self._image_pull: dict[str, Any] | None = None
         self._pulled_repositories: list[str] = []
+        self._pipeline_runs = False
         #: The role this construct created, or None for a role the user passed.
         self.owned_role: iam.Role | None = None
 
@@ -53,7 +55,10 @@ class ExecutionPolicy:
         role = iam.Role(
             job,
             "ExecutionRole",
-            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com"),
+            # only SageMaker acting for a resource of this account and region (confused deputy)
+            assumed_by=iam.ServicePrincipal("sagemaker.amazonaws.com").with_conditions({
+                "StringEquals": {"aws:SourceAccount": job._stack.account},
+                "ArnLike": {"aws:SourceArn": job._arn("sagemaker", "*")}}),
             description=f"SageMaker execution role of training jobs {job.job_name_prefix}-*",
             inline_policies={"TrainingJobs": iam.PolicyDocument.from_json(
                 {"Version": "2012-10-17", "Statement": self._pending})},
@@ -151,21 +156,34 @@ class ExecutionPolicy:
         self.acknowledge(wildcards)
         self._deny_evaluator_keys()
 
-    def _grant_storage(self) -> dict[str, str]:
-        """The output prefix, the other configured S3 locations and the input channels; returns the findings."""
+    def _own_runs(self, name_start: str, label: str) -> dict[str, str]:
+        """Read and write the output folders of the runs whose name starts with ``name_start`` (and list them);
+        returns the cdk-nag finding."""
         job = self._job
-        wildcards: dict[str, str] = {}
         bucket_arn = job._output_bucket_arn
         object_prefix = f"{job.output_prefix}/" if job.output_prefix else ""
-        output_objects = f"{bucket_arn}/{object_prefix}*"
+        output_objects = f"{bucket_arn}/{object_prefix}{name_start}*"
         self.allow({"Effect": "Allow", "Action": ["s3:GetObject", "s3:PutObject", "s3:AbortMultipartUpload"],
                     "Resource": output_objects})
         self.allow({"Effect": "Allow", "Action": "s3:ListBucket", "Resource": bucket_arn,
-                    "Condition": {"StringLike": {"s3:prefix": [f"{object_prefix}*"]}}})
-        wildcards[f"Resource::{output_objects}"] = (
-            "Objects under the job's own output prefix, where each run writes <job>/output, profiler-output and "
-            "rule-output under its generated name."
-        )
+                    "Condition": {"StringLike": {"s3:prefix": [f"{object_prefix}{name_start}*"]}}})
+        return {f"Resource::{output_objects}": (
+            f"The output folders of {label} only (<output_prefix>/{name_start}<generated>/: output, profiler-output, "
+            "rule-output), whose names are generated per run; never other jobs' folders in the bucket.")}
+
+    def allow_pipeline_runs(self) -> None:
+        """Once the job is a pipeline step: the output folders of pipeline runs (``pipelines-*``), where SageMaker
+        Pipelines writes the step's output (it names each job ``pipelines-<execution>-<step>-...``)."""
+        if self.owned_role is None or self._pipeline_runs:
+            return
+        self._pipeline_runs = True
+        self.acknowledge(self._own_runs(PIPELINE_JOB_NAME_PREFIX, "SageMaker Pipelines runs"))
+
+    def _grant_storage(self) -> dict[str, str]:
+        """The job's own runs under the output prefix, the other configured S3 locations and the input channels;
+        returns the findings."""
+        job = self._job
+        wildcards = self._own_runs(f"{job.job_name_prefix}-", "this job's runs")
         locations = [(job.profiler.s3_output_path, "profiler output"), (job.checkpoint_s3_uri, "checkpoints"),
                      *job._engine.written_locations()]
         for uri, label in locations:
@@ -177,17 +195,12 @@ class ExecutionPolicy:
         return wildcards
 
     def _deny_evaluator_keys(self) -> None:
-        """The RuleEvaluator keeps its state and reports under each run's rule-output/: the training code (this
-        execution role) must not write them, or one run could forge another run's verdicts. SageMaker's own rule
-        output beside them (rule-output/<rule>/profiler-output/) stays writable."""
-        job = self._job
-        object_prefix = f"{job.output_prefix}/" if job.output_prefix else ""
-        runs = f"{job._output_bucket_arn}/{object_prefix}{job.job_name_prefix}-*/rule-output"
-        self.allow({
-            "Effect": "Deny",
-            "Action": ["s3:PutObject", "s3:DeleteObject", "s3:DeleteObjectVersion"],
-            "Resource": [f"{runs}/{EVALUATOR_STATE_FILE}", f"{runs}/*/{EVALUATOR_REPORT_FOLDER}/*"],
-        })
+        """The RuleEvaluator keeps its state, lease, reports and summaries under each run's rule-output/: the
+        training code (this execution role) must not write them for any job in the bucket (its own runs, its
+        siblings, pipeline runs or another team's), or a run could forge, pre-empt or silence verdicts. SageMaker's own
+        rule output beside them (rule-output/<rule>/profiler-output/) stays writable."""
+        self.allow({"Effect": "Deny", "Action": list(EVALUATOR_KEY_WRITES),
+                    "Resource": evaluator_key_arns(self._job._output_bucket_arn)})
 
     def _grant_role_dependent(self, role: iam.Role) -> None:
         """Grants that CDK resources make on the role itself (KMS keys, an ECR repository object)."""

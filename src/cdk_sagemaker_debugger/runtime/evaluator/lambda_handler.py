@@ -391,10 +391,12 @@ def job_not_found(exc: BaseException) -> bool:
 
 
 def family_refusal(job: str, description: dict[str, Any], settings: Settings, clients: Clients) -> str | None:
-    """Why the described job is not one of the family's (None when it is); reads its tags where tags decide."""
+    """Why the described job is not one of the family's (None when it is): its name, the role it runs as and, where
+    tags decide, its tags (read here)."""
     family = settings.family
     tags = job_tags(clients.sagemaker, description["TrainingJobArn"]) if family.needs_tags else None
-    return family.refusal(job, tags)
+    role_arn, job_arn = description.get("RoleArn"), description.get("TrainingJobArn")
+    return family.refusal(job, tags, role_arn=role_arn, job_arn=job_arn)
 
 
 #: How many times a run of an ended job starts again from the state another run committed before it.

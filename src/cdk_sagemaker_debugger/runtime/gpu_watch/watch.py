@@ -31,8 +31,9 @@ class Settings:
     job_name_prefix: str
     gpus_per_host: int
     namespace: str = DEFAULT_NAMESPACE
-    #: Only jobs running as this role count (a job that merely borrows the prefix cannot raise or hide the alarm).
-    execution_role_arn: str | None = None
+    #: Only jobs running as one of these roles count (a job that merely borrows the prefix cannot raise or hide the
+    #: alarm); empty: the family has no known role.
+    execution_role_arns: tuple[str, ...] = ()
 
     @classmethod
     def from_environment(cls, environ: Mapping[str, str]) -> Settings:
@@ -43,8 +44,14 @@ class Settings:
         raw = environ.get(names.GPUS_PER_HOST, "")
         if not raw.isdigit() or int(raw) < 1:
             raise SettingsError(f"{names.GPUS_PER_HOST} must be a whole number of GPUs (1 or more), got {raw!r}")
-        return cls(prefix, int(raw), environ.get(names.METRIC_NAMESPACE) or DEFAULT_NAMESPACE,
-                   environ.get(names.EXECUTION_ROLE_ARN) or None)
+        roles_raw = environ.get(names.EXECUTION_ROLE_ARNS) or "[]"
+        try:
+            roles = json.loads(roles_raw)
+        except json.JSONDecodeError as error:
+            raise SettingsError(f"{names.EXECUTION_ROLE_ARNS} must be a JSON list of role ARNs: {error}") from error
+        if not isinstance(roles, list) or not all(isinstance(r, str) and r for r in roles):
+            raise SettingsError(f"{names.EXECUTION_ROLE_ARNS} must be a JSON list of role ARNs, got {roles_raw[:200]!r}")
+        return cls(prefix, int(raw), environ.get(names.METRIC_NAMESPACE) or DEFAULT_NAMESPACE, tuple(roles))
 
 
 @dataclass(frozen=True)
@@ -71,13 +78,13 @@ def training_jobs(sagemaker: Any, prefix: str) -> Iterator[str]:
         kwargs["NextToken"] = page["NextToken"]
 
 
-def training_hosts(sagemaker: Any, job: str, execution_role_arn: str | None = None) -> list[str]:
+def training_hosts(sagemaker: Any, job: str, execution_role_arns: tuple[str, ...] = ()) -> list[str]:
     """The job's hosts while it is in secondary status Training (downloading or starting GPUs are not "low"), and
-    only when it runs as ``execution_role_arn`` (when given)."""
+    only when it runs as one of ``execution_role_arns`` (when given)."""
     description = sagemaker.describe_training_job(TrainingJobName=job)
     if description.get("SecondaryStatus") != "Training":
         return []
-    if execution_role_arn is not None and description.get("RoleArn") != execution_role_arn:
+    if execution_role_arns and description.get("RoleArn") not in execution_role_arns:
         return []
     resources = description.get("ResourceConfig", {})
     count = resources.get("InstanceCount") or sum(g.get("InstanceCount", 0) for g in resources.get("InstanceGroups", []))
@@ -110,7 +117,7 @@ def latest_gpu_utilization(cloudwatch: Any, hosts: list[str], now: datetime) -> 
 def measure(settings: Settings, sagemaker: Any, cloudwatch: Any, now: datetime | None = None) -> Measurement:
     now = now or datetime.now(timezone.utc)
     jobs = list(training_jobs(sagemaker, settings.job_name_prefix))
-    hosts = [host for job in jobs for host in training_hosts(sagemaker, job, settings.execution_role_arn)]
+    hosts = [host for job in jobs for host in training_hosts(sagemaker, job, settings.execution_role_arns)]
     summed = latest_gpu_utilization(cloudwatch, hosts, now) if hosts else {}
     return Measurement({host: value / settings.gpus_per_host for host, value in summed.items()})
 

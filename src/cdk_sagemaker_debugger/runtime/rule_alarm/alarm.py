@@ -167,13 +167,8 @@ class RuleAlarmProcessor:
         execution role needs iam:PassRole on it."""
         family = self.settings.family
         tags = job_tags(self._sagemaker, description["TrainingJobArn"]) if family.needs_tags else None
-        refusal = family.refusal(job_name, tags)
-        if refusal is not None:
-            return refusal
-        expected = self.settings.execution_role_arn
-        if expected is not None and description.get("RoleArn") != expected:
-            return "the job does not run as the family's execution role"
-        return None
+        return family.refusal(job_name, tags, role_arn=description.get("RoleArn"),
+                              job_arn=description.get("TrainingJobArn"))
 
     def _confirmed(
         self, reported: Iterable[RuleStatus], description: Mapping[str, Any], fields: Mapping[str, Any]

@@ -25,7 +25,6 @@ class Settings:
     stop_prefix: str | None = None  # None: StopTraining is not configured; "": any job of the family
     event_bus_name: str = "default"
     account_id: str | None = None  # events from other accounts are dropped; None only in tests
-    execution_role_arn: str | None = None  # None: any job under the prefix counts as the family's
     known_rules: frozenset[str] | None = None  # rule names evaluator verdicts may carry (None: any)
     max_messages_per_job: int = 25
     transition_ttl_days: int = 90
@@ -84,7 +83,6 @@ class Settings:
             stop_prefix=environ.get(env.STOP_PREFIX) if environ.get(env.STOP) == "true" else None,
             event_bus_name=environ.get(env.EVENT_BUS_NAME) or "default",
             account_id=environ.get(env.ACCOUNT_ID) or None,
-            execution_role_arn=environ.get(env.EXECUTION_ROLE_ARN) or None,
             known_rules=frozenset(known_rules) if known_rules is not None else None,
             max_messages_per_job=int(environ.get(env.MAX_MESSAGES_PER_JOB) or 25),
             transition_ttl_days=int(environ.get(env.TRANSITION_TTL_DAYS) or 90),

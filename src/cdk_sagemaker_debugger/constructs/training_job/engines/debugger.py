@@ -277,6 +277,22 @@ class DebuggerBinding(RuleEngineBinding):
 
     def grant_on_role(self, role: iam.Role) -> None:
         self._grant_rule_actions(role, self._permissions)
+        if not self._granted_topic:
+            self._deny_topic(role)
+
+    #: The id of the policy that keeps the training code off the account-wide SMDebugRules topic.
+    TOPIC_DENY_ID = "DebuggerTopicDenyPolicy"
+
+    def _deny_topic(self, role: iam.Role) -> None:
+        """Without Email or SMS actions nothing of the job needs the account-wide SMDebugRules topic: deny it in
+        every region, so that the training code cannot message (or subscribe to) other teams' Debugger notifications
+        even when a broad policy is attached to the role later. Removed if a rule with such an action is added."""
+        topic = self._job._arn("sns", RulePermissions.TOPIC_NAME).split(":")
+        topic[3] = "*"
+        iam.Policy(self._job, self.TOPIC_DENY_ID, roles=[role], statements=[iam.PolicyStatement(
+            effect=iam.Effect.DENY, resources=[":".join(topic)],
+            actions=["sns:Publish", "sns:Subscribe", "sns:CreateTopic", "sns:SetTopicAttributes", "sns:AddPermission",
+                     "sns:DeleteTopic"])])
 
     def _rule_repositories(self, rules: Sequence[Rule]) -> list[str]:
         arns: list[str] = []
@@ -333,6 +349,13 @@ class DebuggerBinding(RuleEngineBinding):
         topic = self._job._stack.format_arn(service="sns", resource=RulePermissions.TOPIC_NAME)
         if not self._granted_topic:
             self._granted_topic = True
+            self._job.node.try_remove_child(self.TOPIC_DENY_ID)  # the rule container now publishes there
+            cdk.Annotations.of(self._job).add_warning_v2(
+                "cdk-sagemaker-debugger:debuggerNotificationsShareTheRole",
+                "Email and SMS actions of debugger rules publish to the account-wide SNS topic SMDebugRules with the "
+                "job's execution role, which the training code holds too: it could publish its own text to that topic "
+                "(every team's Debugger subscribers read it). Prefer a RuleAlarm with Email/SMS actions (its own "
+                "encrypted topic, fed by verdicts only), and keep the rules' actions to StopTraining.")
             statements.append(iam.PolicyStatement(actions=["sns:CreateTopic", "sns:Publish"], resources=[topic]))
             statements.append(iam.PolicyStatement(actions=["sns:ListSubscriptions"], resources=["*"]))
             findings["Resource::*"] = (
