@@ -105,6 +105,7 @@ bench: venv
 	$(PY) benchmarks/synth.py
 	$(PY) benchmarks/evaluator.py
 	$(PY) benchmarks/sampler.py
+	$(PY) benchmarks/sampler_upload.py
 	$(PY) benchmarks/tensors.py
 
 clean:

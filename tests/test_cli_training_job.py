@@ -217,7 +217,8 @@ def test_listing_the_bucket_denied_names_s3_list_bucket(monkeypatch, tmp_path: P
     s3 = Stubber(boto3.client("s3", region_name=REGION))
     for prefix in ("profiler", "output"):  # each location is tried
         s3.add_client_error("list_objects_v2", "AccessDenied", "Access Denied", 403,
-                            expected_params={"Bucket": BUCKET, "Prefix": f"{prefix}/{JOB}/profiler-output/system/"})
+                            expected_params={"Bucket": BUCKET, "Prefix": f"{prefix}/{JOB}/profiler-output/system/",
+                                             "ExpectedBucketOwner": "123456789012"})  # the job's account
     s3.activate()
     use_clients(monkeypatch, sagemaker=sagemaker.client, s3=s3.client)
     code, _, err = run("evaluate", "--training-job", JOB, "--out", str(tmp_path / "o"))
@@ -342,3 +343,29 @@ def test_a_recent_job_without_metrics_is_not_blamed_on_retention():
     now = recent["TrainingEndTime"].timestamp() + 3600
     assert "15 days" not in cli_aws.no_metrics_reason(recent, now)
     assert cli_aws.no_metrics_reason(recent, now + 16 * 86400) == cli_aws.CLOUDWATCH_RETENTION_HINT
+
+
+def test_the_job_environment_cannot_send_the_command_to_another_bucket(s3, monkeypatch, job_files: Path,
+                                                                      tmp_path: Path):
+    """The job's creator wrote its Environment: a sampler URI naming a bucket with data of their choosing (all idle
+    GPUs, or all busy ones, for a CI --fail-on gate) is not followed; the job's own output path is read instead, and
+    every S3 call carries ExpectedBucketOwner, the job's account."""
+    upload(s3, job_files, "output")
+    s3.create_bucket(Bucket="chosen-data", CreateBucketConfiguration={"LocationConstraint": REGION})
+    for path in sorted(job_files.rglob("*")):
+        if path.is_file():
+            s3.put_object(Bucket="chosen-data", Key=f"x/{JOB}/profiler-output/{path.relative_to(job_files).as_posix()}",
+                          Body=path.read_bytes())
+    job = description()
+    job["Environment"] = {S3_URI: "s3://chosen-data/x"}
+    calls: list[dict[str, Any]] = []
+    s3.meta.events.register("before-parameter-build.s3", lambda params, **_: calls.append(dict(params)))
+    use_clients(monkeypatch, sagemaker=sagemaker_stub(job).client, s3=s3)
+
+    code, out, err = run("evaluate", "--training-job", JOB, "--out", str(tmp_path / "o"))
+
+    assert code == 0, err
+    assert f"{JOB}: reading the profiler data at s3://{BUCKET}/output/{JOB}/profiler-output/" in err
+    assert calls and {c["Bucket"] for c in calls} == {BUCKET}
+    assert all(c.get("ExpectedBucketOwner") == "123456789012" for c in calls)
+

@@ -258,7 +258,8 @@ def test_the_sampler_files_are_where_the_evaluator_reads_them(main_path):
     bucket, _, prefix = request["OutputDataConfig"]["S3OutputPath"][len("s3://"):].partition("/")
     keys = [o["Key"] for o in main_path["s3"].list_objects_v2(Bucket=bucket, Prefix=f"{prefix}/{JOB}/profiler-output/")
             .get("Contents", [])]
-    assert any("/profiler-output/system/incremental/" in k and k.endswith(".algo-1.json") for k in keys), keys
+    # the default upload format: gzip-compressed minutes, which the evaluator reads as they are
+    assert any("/profiler-output/system/incremental/" in k and k.endswith(".algo-1.json.gz") for k in keys), keys
     [outcome] = main_path["evaluated"]["jobs"]
     assert outcome["result"] == "final"
     assert outcome["statuses"] == {"LowGPUUtilization": "IssuesFound", "TrainingHang": "IssuesFound"}

@@ -145,5 +145,5 @@ def test_the_shared_contract_is_one_file_linked_into_the_lambda_packages():
     linked = sorted(p for p in (PACKAGE / "runtime").glob("*/contract_shared.py"))
     assert [p.parent.name for p in linked] == ["evaluator", "gpu_watch", "rule_alarm"]
     assert all(p.is_symlink() and p.resolve() == contract.resolve() for p in linked)
-    stdlib = {"__future__", "json", "collections.abc", "dataclasses", "typing"}
+    stdlib = {"__future__", "json", "re", "unicodedata", "collections.abc", "dataclasses", "typing"}
     assert imported_modules(contract) <= stdlib

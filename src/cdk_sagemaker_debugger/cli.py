@@ -31,6 +31,7 @@ from .model.rules.profiler_catalog import OVERRIDABLE_BY_PROFILER_REPORT, PROFIL
 from .rules import RULE_CLASSES, from_name
 from .runtime.evaluator import cloudwatch
 from .runtime.evaluator.advice import OUTCOMES, outcome
+from .runtime.evaluator.caps import instance_count
 from .runtime.evaluator.engine import (
     Evaluator,
     RuleConfig,
@@ -202,7 +203,7 @@ def evaluate_training_job(job: str, configs: list[RuleConfig], aws: AwsClients, 
             for unreadable in found.unreadable:
                 note.write(f"{job}: could not read {unreadable}; trying the next location\n")
             note.write(f"{job}: reading the profiler data at {found.store.describe()}\n")
-        evaluator = evaluate_store(found.store, configs, progress=progress)
+        evaluator = evaluate_store(found.store, configs, progress=progress, nodes=instance_count(found.description))
         return Evaluation(evaluator, evaluator.results(final=True), found.store.describe())
     if note:
         where = f" at {', '.join(found.empty)}" if found.empty else " (the profiler is off)"

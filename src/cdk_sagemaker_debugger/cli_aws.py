@@ -100,12 +100,18 @@ class JobData:
 
 
 def profiler_locations(description: dict[str, Any], s3: Any) -> list[S3Store]:
-    """Where a job's profiler data can be, in the order trusted: ProfilerConfig, the sampler's URI, the job output."""
+    """Where a job's profiler data can be, in the order trusted: ProfilerConfig (as the evaluator function reads it),
+    the sampler's URI, the job output. The sampler's URI comes from the job's own ``Environment``, which whoever
+    created the job wrote: it counts only in the bucket of the job's ``OutputDataConfig`` (the function never follows
+    it at all), so a job cannot point a CI gate at data of its creator's choosing in another bucket."""
     from .runtime.evaluator.lambda_handler import profiler_store
 
     job = description["TrainingJobName"]
     sampler_uri = (description.get("Environment") or {}).get(SAMPLER_S3_URI)
     output_uri = (description.get("OutputDataConfig") or {}).get("S3OutputPath")
+    output_bucket = _bucket_of(output_uri)
+    if sampler_uri and (output_bucket is None or _bucket_of(sampler_uri) != output_bucket):
+        sampler_uri = None
     stores = [profiler_store(description, s3)]
     stores += [job_profiler_store(uri, job, s3) for uri in (sampler_uri, output_uri) if uri]
     unique: dict[str, S3Store] = {}
@@ -115,6 +121,27 @@ def profiler_locations(description: dict[str, Any], s3: Any) -> list[S3Store]:
     return list(unique.values())
 
 
+def _bucket_of(uri: Any) -> str | None:
+    if not isinstance(uri, str) or not uri.startswith("s3://"):
+        return None
+    return uri[len("s3://"):].partition("/")[0] or None
+
+
+def job_account(description: dict[str, Any]) -> str | None:
+    """The account of the job, from its ARN (``arn:<partition>:sagemaker:<region>:<account>:training-job/<name>``)."""
+    parts = str(description.get("TrainingJobArn") or "").split(":")
+    return parts[4] if len(parts) > 5 and parts[4].isdigit() and len(parts[4]) == 12 else None
+
+
+def expect_bucket_owner(s3: Any, account: str) -> None:
+    """Send ``ExpectedBucketOwner`` = ``account`` on every call of this S3 client: a bucket of another account (the
+    name in a job's description can be anyone's) answers 403 instead of handing over its objects."""
+    def add_owner(params: dict[str, Any], **_kwargs: Any) -> None:
+        params.setdefault("ExpectedBucketOwner", account)
+
+    s3.meta.events.register("provide-client-params.s3.*", add_owner, unique_id="cdk-sagemaker-debugger-bucket-owner")
+
+
 def find_job_data(job: str, clients: AwsClients) -> JobData:
     """DescribeTrainingJob, then the first location holding system metrics (the rules' clock needs them).
 
@@ -122,6 +149,11 @@ def find_job_data(job: str, clients: AwsClients) -> JobData:
     the data. When none holds it and one could not be read, the data may be there, so the job is not evaluated from
     CloudWatch instead: EvaluationInputError names each unreadable location and why."""
     description = clients.client("sagemaker").describe_training_job(TrainingJobName=job)
+    account = job_account(description)
+    if account is None:
+        raise EvaluationInputError(f"{job}: DescribeTrainingJob gave no usable TrainingJobArn, so the account that "
+                                   "owns the job's buckets is unknown; not reading its S3 data")
+    expect_bucket_owner(clients.client("s3"), account)
     found = JobData(description, None, [])
     for store in profiler_locations(description, clients.client("s3")):
         try:

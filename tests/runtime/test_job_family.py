@@ -66,10 +66,10 @@ def test_a_pipeline_job_is_acted_on_by_its_execution_tag() -> None:
 def test_a_job_of_another_pipeline_or_a_lookalike_name_is_not() -> None:
     other = [{"Key": "sagemaker:pipeline-execution-arn", "Value": EXECUTION.replace("churn-pipeline", "churn")}]
     assert decide(PIPELINE, PIPELINE_JOB, other) == (
-        "the job was not started by the SageMaker Pipeline churn-pipeline")
+        "the job was not started by the SageMaker Pipeline churn-pipeline of its own account")
     # named like a pipeline job, but not tagged by SageMaker Pipelines
     assert decide(PIPELINE, PIPELINE_JOB, [{"Key": "team", "Value": "churn-pipeline"}]) == (
-        "the job was not started by the SageMaker Pipeline churn-pipeline")
+        "the job was not started by the SageMaker Pipeline churn-pipeline of its own account")
     assert decide(PIPELINE, "churn-pipeline-train-1", []) == "job outside the family's name prefix"
 
 

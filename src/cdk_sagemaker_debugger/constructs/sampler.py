@@ -7,7 +7,7 @@ import functools
 import math
 import tempfile
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,29 +28,29 @@ _CHANNEL_DIR = f"/opt/ml/input/data/{SAMPLER_CHANNEL}"
 _ASSETS: weakref.WeakKeyDictionary[cdk.Stack, s3_assets.Asset] = weakref.WeakKeyDictionary()
 
 
-@dataclass(frozen=True)
-class _BundleLocation:
-    url: str
-    hash: str
-    object_arn: str
+# What every job of a stack reads of its bundle, read once per asset and field (each attribute is a round trip to
+# jsii). An object that cannot be weakly referenced (a plain namespace standing in for an asset) is read directly.
+_LOCATIONS: weakref.WeakKeyDictionary[s3_assets.Asset, dict[str, str]] = weakref.WeakKeyDictionary()
+_FIELDS: dict[str, Callable[[Any], str]] = {
+    "url": lambda asset: asset.s3_object_url,
+    "hash": lambda asset: asset.asset_hash,
+    "object_arn": lambda asset: asset.bucket.arn_for_objects(asset.s3_object_key),
+}
 
 
-# What every job of a stack reads of its bundle, read once (each attribute is a round trip to jsii).
-_LOCATIONS: weakref.WeakKeyDictionary[s3_assets.Asset, _BundleLocation] = weakref.WeakKeyDictionary()
-
-
-def _location(asset: s3_assets.Asset) -> _BundleLocation:
-    location = _LOCATIONS.get(asset)
-    if location is None:
-        location = _LOCATIONS[asset] = _BundleLocation(
-            url=asset.s3_object_url, hash=asset.asset_hash,
-            object_arn=asset.bucket.arn_for_objects(asset.s3_object_key))
-    return location
+def _read(asset: s3_assets.Asset, field: str) -> str:
+    try:
+        cache = _LOCATIONS.setdefault(asset, {})
+    except TypeError:
+        return _FIELDS[field](asset)
+    if field not in cache:
+        cache[field] = _FIELDS[field](asset)
+    return cache[field]
 
 
 def bundle_object_arn(asset: s3_assets.Asset) -> str:
     """The ARN of the bundle object (what the execution role may download)."""
-    return _location(asset).object_arn
+    return _read(asset, "object_arn")
 
 
 class HangAction(enum.Enum):
@@ -122,7 +122,7 @@ class Sampler:
         """The input channel (request JSON): always File mode, whatever the job's input mode, so the zip is a file."""
         return {
             "ChannelName": SAMPLER_CHANNEL,
-            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": _location(asset).url,
+            "DataSource": {"S3DataSource": {"S3DataType": "S3Prefix", "S3Uri": _read(asset, "url"),
                                             "S3DataDistributionType": "FullyReplicated"}},
             "InputMode": "File",
         }
@@ -131,7 +131,7 @@ class Sampler:
                     ) -> dict[str, str]:
         """The variables the sampler reads, plus PYTHONPATH: the bundle first, then any value the user set (the
         bundle's sitecustomize runs the next sitecustomize on the path, so a user's own still runs)."""
-        bundle_path = f"{_CHANNEL_DIR}/{_location(asset).hash}.zip"
+        bundle_path = f"{_CHANNEL_DIR}/{_read(asset, 'hash')}.zip"
         user_path = user_environment.get("PYTHONPATH")
         hang = {} if self.on_hang is HangAction.LOG and self.hang_minutes == contract.DEFAULT_HANG_MINUTES else \
             contract.hang_environment(self.on_hang.value, self.hang_minutes)

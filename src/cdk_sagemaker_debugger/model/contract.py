@@ -18,6 +18,8 @@ execution/<id>``); the SageMaker Python SDK reads that tag with ListTags to find
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -51,6 +53,34 @@ LOWEST_GPU_UTILIZATION_METRIC = "LowestGPUUtilization"
 TRAINING_HOSTS_METRIC = "TrainingHosts"
 #: The one dimension of the GPU watch's metrics; its value is the family's job-name prefix.
 GPU_WATCH_DIMENSION = "JobNamePrefix"
+
+# -- text from data in messages ---------------------------------------------------------------------------------------
+#: The most characters of text taken from data (a profiler file, an S3 key, an exception, an evaluator summary) that a
+#: verdict's StatusDetails, an evaluation summary, an e-mail or an SMS carries in one place.
+MAX_REPORTED_CHARS = 200
+#: Precedes text taken from data, so a reader knows a machine reported it and nobody vouches for its words.
+MACHINE_REPORTED = "machine-reported: "
+# Terminal escape sequences (CSI ``ESC [ ... final``, OSC ``ESC ] ... BEL|ESC \\``, two-character ``ESC x``).
+_ESCAPES = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|\x1b[@-_]?|\x9b[0-?]*[ -/]*[@-~]")
+
+
+def reported_text(value: Any, limit: int = MAX_REPORTED_CHARS) -> str:
+    """Text that came from data, safe to print in a message: one line, without control or format characters (C0, C1,
+    DEL, terminal escape sequences, bidirectional overrides, zero-width characters), without line or paragraph
+    separators, each run of white space one space, at most ``limit`` characters (cut with "..."). The one function
+    every path uses (the evaluator's problems and StatusDetails, its summary, the alarm's e-mail and SMS)."""
+    text = value if isinstance(value, str) else str(value)
+    text = _ESCAPES.sub(" ", text[: limit * 8 + 64])  # the head is all that can be shown: a 10 MB string costs nothing
+    text = " ".join("".join(" " if unicodedata.category(ch)[0] == "C" or unicodedata.category(ch) in ("Zl", "Zp")
+                            else ch for ch in text).split())
+    limit = max(int(limit), 4)
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def machine_reported(value: Any, limit: int = MAX_REPORTED_CHARS) -> str:
+    """:func:`reported_text` labelled as machine-reported (``machine-reported: <text>``)."""
+    return MACHINE_REPORTED + reported_text(value, limit)
+
 
 # -- environment variables ---------------------------------------------------------------------------------------------
 #: The job family, as :meth:`JobFamily.to_json` writes it (every function).

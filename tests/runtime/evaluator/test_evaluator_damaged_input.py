@@ -130,6 +130,7 @@ def test_one_damaged_line_in_a_large_file_costs_only_that_line_and_names_it(tmp_
     assert len(lines) == 129_001  # 600 samples x 215 records, and the empty string after the last newline
     lines[100_000] = b"garbage"
     stats = ParseStats()
-    chunks = list(iter_system_records(b"\n".join(lines), "k", stats))
+    key = "system/incremental/2025112907/1764400020.algo-1.json"
+    chunks = list(iter_system_records(b"\n".join(lines), key, stats))
     assert len(chunks) > 10 and sum(len(c) for c in chunks) == 128_999 and stats.bad_lines == 1
-    assert stats.problems == ["k: skipped 1 line(s) (line 100001): 1 not valid JSON (truncated upload?)"]
+    assert stats.problems == [f"{key}: skipped 1 line(s) (line 100001): 1 not valid JSON (truncated upload?)"]

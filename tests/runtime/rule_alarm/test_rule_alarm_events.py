@@ -52,7 +52,7 @@ def test_evaluator_event_keeps_usable_entries_and_reports_the_rest() -> None:
     assert [(s.rule, s.status, s.reported_by) for s in parsed.evaluator_statuses] == [
         ("StepOutlier", "IssuesFound", "RuleEvaluator")
     ]
-    assert parsed.evaluator_statuses[0].details == "x" * 1024
+    assert parsed.evaluator_statuses[0].details == "x" * 1021 + "..."
     assert parsed.rejected_entries == (
         "entry 1: 'RuleEvaluationStatus' 'Exploded' of rule 'BatchSize' is not one of "
         "['Error', 'InProgress', 'IssuesFound', 'NoIssuesFound', 'Stopped', 'Stopping']",

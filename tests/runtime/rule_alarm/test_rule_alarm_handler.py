@@ -76,8 +76,9 @@ def test_issues_found_notifies_once_stops_once_and_announces(harness: Harness) -
             "TrainingJobStatus": "InProgress",
             "RuleConfigurationName": "LowGPUUtilization",
             "RuleEvaluationStatus": "IssuesFound",
+            # one line from the alarm on (SageMaker's text ends with a line break)
             "StatusDetails": "RuleEvaluationConditionMet: Evaluation of the rule LowGPUUtilization at step 1200 "
-            "resulted in the condition being met\n",
+            "resulted in the condition being met",
             "LastModifiedTime": "2026-11-29T10:20:00+00:00",
             "ReportedBy": "SageMaker",
             "ConsoleUrl": f"https://{REGION}.console.aws.amazon.com/sagemaker/home?region={REGION}#/jobs/{job}",
@@ -353,7 +354,7 @@ def test_requests_match_the_sagemaker_and_sns_models_exactly(aws: AwsClients) ->
             "Rule:          LowGPUUtilization\n"
             "Status:        IssuesFound\n"
             "When:          2025-11-29 10:42:05 UTC\n"
-            "Details:       RuleEvaluationConditionMet: Evaluation of the rule LowGPUUtilization at step 1200 "
+            "Details:       machine-reported: RuleEvaluationConditionMet: Evaluation of the rule LowGPUUtilization at step 1200 "
             "resulted in the condition being met\n"
             "Action:        StopTrainingJob was called; the job is stopping.\n"
             f"Console:       {url}\n"
@@ -449,12 +450,12 @@ def test_the_email_says_why_what_to_try_and_links_the_html_report(harness: Harne
     harness.invoke(evaluator_event(job, [entry]))
 
     body = _email(harness.published[0])
-    assert "Why:\n  - LowGPUUtilization: GPU utilisation low or fluctuating on algo-1/gpu0 (p95 20" in body
+    assert "Why (machine-reported by the evaluator):\n  - LowGPUUtilization: GPU utilisation low or fluctuating on algo-1/gpu0 (p95 20" in body
     assert "What to try:\n  - LowGPUUtilization: Feed the GPUs faster" in body
     html_key = key.rsplit("/", 1)[0] + "/profiler-report.html"
     assert (f"HTML report:   https://{REGION}.console.aws.amazon.com/s3/object/{OUTPUT_BUCKET}?region={REGION}"
             f"&prefix={html_key}") in body
-    assert body.index("Why:") < body.index("Training job:")  # the reason first, the facts after
+    assert body.index("Why (") < body.index("Training job:")  # the reason first, the facts after
     assert "LowGPUUtilization: GPU utilisation low" in json.loads(harness.published[0]["Message"])["sms"]
 
 

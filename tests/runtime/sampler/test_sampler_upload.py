@@ -4,6 +4,7 @@ against AWS's documented example and botocore; credentials from each source; fai
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -68,12 +69,19 @@ def objects(client, prefix: str) -> dict:
     return {o["Key"][len(prefix):]: client.get_object(Bucket=BUCKET, Key=o["Key"])["Body"].read() for o in listed}
 
 
+def inflated(uploaded: dict) -> dict:
+    """The uploaded objects with each ``.json.gz`` as the ``.json`` it was made from (gzip's own reader)."""
+    return {key[:-3] if key.endswith(".json.gz") else key: gzip.decompress(body) if key.endswith(".gz") else body
+            for key, body in uploaded.items()}
+
+
 @pytest.mark.parametrize("uploader", ["stdlib", "boto3"])
 def test_files_land_under_the_jobs_profiler_prefix(s3_server, aws_env, tmp_path: Path, uploader: str):
+    """Plain: Debugger's layout, byte for byte, for the tools that read it."""
     endpoint, client = s3_server
     expected = local_tree(tmp_path)
     settings = Settings(local_dir=str(tmp_path), s3_uri=f"s3://{BUCKET}/runs/{uploader}/", job_name=JOB,
-                        uploader=uploader, endpoint_url=endpoint)
+                        uploader=uploader, endpoint_url=endpoint, upload_format="plain")
     status = Status("algo-1", log=print)
     up = Uploader(str(tmp_path), settings, status)
     assert up.cycle() == 3
@@ -84,12 +92,41 @@ def test_files_land_under_the_jobs_profiler_prefix(s3_server, aws_env, tmp_path:
     assert up.cycle() == 1
 
 
+@pytest.mark.parametrize("uploader", ["stdlib", "boto3"])
+def test_by_default_data_files_go_gzip_compressed_beside_debuggers_names(s3_server, aws_env, tmp_path: Path,
+                                                                        uploader: str):
+    """The default format: each data file as ``<its name>.gz`` (the sampler's own files and the end markers plain);
+    the local files stay plain, and nothing of the compression is left behind."""
+    endpoint, client = s3_server
+    expected = local_tree(tmp_path)
+    settings = Settings(local_dir=str(tmp_path), s3_uri=f"s3://{BUCKET}/gz/{uploader}/", job_name=JOB,
+                        uploader=uploader, endpoint_url=endpoint)
+    status = Status("algo-1", log=print)
+    assert settings.upload_format == "gzip"
+    assert Uploader(str(tmp_path), settings, status).cycle() == 3
+    uploaded = objects(client, f"gz/{uploader}/{JOB}/profiler-output/")
+    assert sorted(uploaded) == ["framework/pevents/2026113009/1796029201000000_0-algo-1_pythontimeline.json.gz",
+                                "sampler/status-algo-1.json", "system/incremental/2026113009/1796029200.algo-1.json.gz"]
+    assert inflated(uploaded) == expected
+    assert sorted(p.name for p in (tmp_path / ".partial").iterdir()) == ["1796029260.algo-1.json"]
+    assert status.to_dict()["counts"]["upload_bytes"] == sum(len(body) for body in uploaded.values())
+
+
+def test_the_upload_format_is_a_setting(monkeypatch) -> None:
+    from cdk_sagemaker_debugger.runtime.sampler.settings import SettingsError, from_environment
+
+    assert from_environment({"CDK_SAGEMAKER_SAMPLER_UPLOAD_FORMAT": "plain"}, local_dir="/tmp/x").upload_format == "plain"
+    assert from_environment({}, local_dir="/tmp/x").upload_format == "gzip"
+    with pytest.raises(SettingsError, match="CDK_SAGEMAKER_SAMPLER_UPLOAD_FORMAT='zstd': use one of gzip, plain"):
+        from_environment({"CDK_SAGEMAKER_SAMPLER_UPLOAD_FORMAT": "zstd"}, local_dir="/tmp/x")
+
+
 def test_the_daemon_uploads_its_last_minute_when_it_stops(s3_server, aws_env, tmp_path: Path):
     endpoint, client = s3_server
     settings = Settings(local_dir=str(tmp_path), interval_ms=100, s3_uri=f"s3://{BUCKET}/daemon", job_name=JOB,
                         uploader="stdlib", endpoint_url=endpoint, nvml_library=str(tmp_path / "none.so"))
     status = Daemon(settings).run(duration_s=0.6)
-    uploaded = objects(client, f"daemon/{JOB}/profiler-output/")
+    uploaded = inflated(objects(client, f"daemon/{JOB}/profiler-output/"))
     local = {p.relative_to(tmp_path).as_posix(): p.read_bytes() for p in tmp_path.glob("system/incremental/*/*.json")}
     assert local and all(uploaded[key] == body for key, body in local.items())
     assert json.loads(uploaded["sampler/status-algo-1.json"])["counts"]["uploads"] >= 1

@@ -14,12 +14,14 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .codec import decode, encode
+from .contract_shared import machine_reported
 from .progress import Progress
 from .readers import (
     FrameworkFile,
     ParseStats,
     SystemFile,
     TraceEvent,
+    label_key,
 )
 from .rules import (
     DATALOADER_PHASES,
@@ -142,7 +144,7 @@ class RuleRun:
             try:
                 fired = rule.evaluate(ctx)
             except Exception as exc:  # a rule bug must not take the other rules down
-                self.failed = f"{type(exc).__name__}: {rule.name} failed in window {index}: {exc}"
+                self.failed = f"{type(exc).__name__}: {rule.name} failed in window {index}: {machine_reported(exc)}"
                 return
             if fired and self.first_trigger is None and rule.gap(facts) is None:
                 self.first_trigger = index
@@ -155,7 +157,7 @@ class RuleRun:
                 try:
                     observe(progress)
                 except Exception as exc:  # a rule bug must not take the other rules down
-                    self.failed = f"{type(exc).__name__}: {rule.name} failed: {exc}"
+                    self.failed = f"{type(exc).__name__}: {rule.name} failed: {machine_reported(exc)}"
 
     def result(self, facts: Facts, windows: int, final: bool) -> RuleResult:
         subs = []
@@ -164,7 +166,8 @@ class RuleRun:
                 try:
                     rule.settle()
                 except Exception as exc:  # as in evaluate(): a rule bug must not take the other rules down
-                    self.failed = f"{type(exc).__name__}: {rule.name} failed summarising its report: {exc}"
+                    self.failed = (f"{type(exc).__name__}: {rule.name} failed summarising its report: "
+                                   f"{machine_reported(exc)}")
             reason = rule.gap(facts)
             if reason:
                 subs.append(SubRuleResult(rule.name, VERDICT_NOT_APPLICABLE, reason, not_applicable_report(rule.report),
@@ -385,12 +388,12 @@ class Evaluator:
     def flush_problems(self) -> None:
         """Report the misplaced records of the files read so far, one problem per file (they arrive by chunks)."""
         for file, count in self._misplaced.items():
-            self.stats.note(f"{file.key}: skipped {count} record(s) whose Timestamp is more than "
+            self.stats.note(f"{label_key(file.key)}: skipped {count} record(s) whose Timestamp is more than "
                             f"{MAX_RECORD_DRIFT_US // 60_000_000} minutes away from the file's minute "
                             f"({iso_us(file.timestamp_us)}); the managed rules never read them either")
         self._misplaced.clear()
         for key, count in self._late.items():
-            self.stats.note(f"{key}: skipped {count} record(s) or event(s) for windows already evaluated (more than "
+            self.stats.note(f"{label_key(key)}: skipped {count} record(s) or event(s) for windows already evaluated (more than "
                             f"{SYSTEM_LOOKAHEAD_US // 60_000_000} minutes behind the file's minute); not evaluated")
         self._late.clear()
 
@@ -551,7 +554,7 @@ class Evaluator:
             return STATUS_ERROR, (
                 f"EvaluationInputError: none of the {facts.system_files} system metrics file(s) held a usable record "
                 f"({stats.bad_lines} damaged line(s), {stats.bad_files} unreadable or invalid file(s)); "
-                f"first problem: {stats.problems[0] if stats.problems else 'none recorded'}")
+                f"first problem, {machine_reported(stats.problems[0]) if stats.problems else 'none recorded'}")
         if facts.system_records and self.next_window == 0:
             return STATUS_NO_ISSUES, (
                 f"NotApplicable: no complete {self.scan_us / 1e6:g}-second window of system metrics was evaluated "
@@ -606,9 +609,7 @@ class Evaluator:
         ev.pending_framework = {int(k): [_event_from_state(e) for e in evs]
                                 for k, evs in state["pending_framework"].items()}
         ev.facts = Facts.from_state(state["facts"])
-        stats = state["stats"]
-        ev.stats = ParseStats(stats["files"], stats["bytes"], stats["records"], stats["bad_lines"], stats["bad_files"],
-                              list(stats["problems"]))
+        ev.stats = ParseStats.from_dict(state["stats"])
         ev.late_records = state["late_records"]
         ev.early_records = state["early_records"]
         ev.misplaced_records = state.get("misplaced_records", 0)

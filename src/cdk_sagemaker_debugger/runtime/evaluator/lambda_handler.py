@@ -20,8 +20,9 @@ from datetime import datetime, timezone
 from typing import Any
 
 from . import cloudwatch, dispatch, mlflow_export
+from .caps import CapExceeded, Caps, instance_count
 from .contract_shared import DEFAULT_NAMESPACE, JOB_FAMILY_ENV, EvaluatorEnvironment, JobFamily, job_tags
-from .engine import PROFILER_REPORT, Evaluator, RuleConfig, RuleResult
+from .engine import PROFILER_REPORT, Evaluator, RuleConfig, RuleResult, RuleRun
 from .html_report import render
 from .lease import LEASE_SUFFIX, Lease
 from .metric_rules import MetricEvaluation, is_metric_rule
@@ -63,6 +64,8 @@ class Settings:
     profiler_s3_uri: str = ""
     #: The queue of job messages (dispatch.py); empty: the invocation evaluates every job itself, one after another.
     queue_url: str = ""
+    #: What one job's evaluation may cost (caps.py); past a cap that job's rules report Error.
+    caps: Caps = field(default_factory=Caps)
 
     @property
     def evaluator_id(self) -> str:
@@ -201,13 +204,16 @@ class JobRun:
     tensors: TensorEvaluation | None = None  # the tensor rules on the collector's files (tensor_evaluation.py)
 
 
-def run_profiler(run: JobRun, store: S3Store, terminal: bool, deadline: float, settings: Settings) -> None:
+def run_profiler(run: JobRun, store: S3Store, terminal: bool, deadline: float, settings: Settings,
+                 nodes: int | None = None) -> None:
+    """Read the job's new profiler files (of its ``nodes`` instances only) and evaluate; CapExceeded past a cap."""
     state = run.state
     sys_cursor = Cursor.from_state(state.get("system_cursor"))
     fw_cursor = Cursor.from_state(state.get("framework_cursor"))
-    listing = list_new_files(store, sys_cursor, fw_cursor)
+    listing = list_new_files(store, sys_cursor, fw_cursor, nodes=nodes)
     ended = terminal or listing.ended
-    outcome = feed(run.evaluator, store, listing, final=ended, deadline=deadline, read_workers=settings.read_workers)
+    outcome = feed(run.evaluator, store, listing, final=ended, deadline=deadline, read_workers=settings.read_workers,
+                   caps=settings.caps)
     sys_cursor.advance(outcome.system_consumed, versions=outcome.versions)
     fw_cursor.advance(outcome.framework_consumed, versions=outcome.versions)
     # files named in the future are reported once and never read; they must not move the cursors' time
@@ -227,7 +233,7 @@ def run_cloudwatch(run: JobRun, description: dict[str, Any], clients: Clients, t
     evaluator = run.evaluator
     resources = description.get("ResourceConfig") or {}
     groups = resources.get("InstanceGroups") or []
-    count = int(resources.get("InstanceCount") or sum(int(g.get("InstanceCount", 0)) for g in groups) or 1)
+    count = instance_count(description)
     instance_type = resources.get("InstanceType") or (groups[0].get("InstanceType") if groups else None)
     known = cloudwatch.instance_devices(instance_type)[0] is not None
     plans = cloudwatch.hosts_for(description["TrainingJobName"], count, instance_type,
@@ -454,6 +460,7 @@ def evaluate_held(job: str, description: dict[str, Any], settings: Settings, cli
     """One evaluation of a job whose lease this run holds: read its state, evaluate what is new, commit, deliver."""
     bucket, base, key = where
     stored = open_state(job, clients, bucket, key)
+    stored.store.max_bytes = settings.caps.state_bytes
     state = stored.state
     pending = bool(state and (state.get("outbox") or state.get("reports_due")))
     if state and state.get("final") and not pending:
@@ -470,9 +477,11 @@ def evaluate_held(job: str, description: dict[str, Any], settings: Settings, cli
             new_metrics = (run.metrics is not None and run.metrics.read_new) or (
                 run.tensors is not None and run.tensors.read_new)
             if run.windows or new_metrics or run.final or not run.restored or run.state.get("reports_due"):
-                source_label = (ctx.store.describe() if run.state["source"] == "PROFILER" and ctx.store is not None
-                                else cloudwatch.source_label(job))
-                run.reports = render_reports(base, run.results, run.evaluator, job, source_label, run.metrics)
+                run.reports = render_reports(base, run.results, run.evaluator, job, _source_label(run, ctx),
+                                             run.metrics)
+            break
+        except CapExceeded as exc:  # this job's data went past a cap: it alone ends in Error
+            run = capped_run(ctx, run, settings, str(exc), base)
             break
         except STATE_SHAPE_ERRORS as exc:
             if not run.restored:
@@ -480,7 +489,36 @@ def evaluate_held(job: str, description: dict[str, Any], settings: Settings, cli
             LOG.exception("%s: evaluating from the committed state failed", job)
             stored.set_aside(job, DamagedStateError(stored.store.location, f"evaluating from it raised "
                                                     f"{type(exc).__name__}: {exc}", stored.etag))
-    return commit_and_deliver(run, stored, description, settings, clients, bucket)
+    committed = {"published": dict(run.state.get("published", {})), "outbox": list(run.state.get("outbox", []))}
+    try:
+        return commit_and_deliver(run, stored, description, settings, clients, bucket)
+    except CapExceeded as exc:  # the state to commit is over its cap (nothing was written)
+        run.state.update(committed)
+        return commit_and_deliver(capped_run(ctx, run, settings, str(exc), base), stored, description, settings,
+                                  clients, bucket)
+
+
+def _source_label(run: JobRun, ctx: JobContext) -> str:
+    return (ctx.store.describe() if run.state.get("source") == "PROFILER" and ctx.store is not None
+            else cloudwatch.source_label(ctx.job))
+
+
+def capped_run(ctx: JobContext, run: JobRun, settings: Settings, reason: str, base: str) -> JobRun:
+    """The run of a job whose data went past a cap (caps.py): every configured rule reports Error with ``reason``,
+    and the evaluation is final, so later runs read nothing more of the job. Its state keeps the statuses published
+    and owed, what was read before the cap (the counters and problems of the summary), and no data."""
+    LOG.warning("%s: %s", ctx.job, reason)
+    evaluator = Evaluator([], strict=False)
+    evaluator.runs = [RuleRun.broken(config, reason) for config in configs_for(ctx.description, settings)]
+    evaluator.stats = run.evaluator.stats
+    state = {"version": 1, "job": ctx.job, "source": run.state.get("source") or "PROFILER",
+             "published": dict(run.state.get("published", {})), "outbox": list(run.state.get("outbox", [])),
+             "capped": reason}
+    capped = JobRun(ctx.job, evaluator, state, final=True, restored=run.restored)
+    capped.results = evaluator.results(final=True)
+    capped.snapshot = evaluator.to_state()
+    capped.reports = render_reports(base, capped.results, evaluator, ctx.job, _source_label(run, ctx))
+    return capped
 
 
 def start_run(ctx: JobContext, stored: StoredState, settings: Settings) -> JobRun | None:
@@ -521,7 +559,7 @@ def advance(run: JobRun, ctx: JobContext, settings: Settings, clients: Clients) 
             if ctx.store is None:
                 raise ConfigurationError(f"{ctx.job}: SOURCE=PROFILER but neither the job's ProfilerConfig.S3OutputPath "
                                          "nor the evaluator's PROFILER_S3_URI says where its profiler files are")
-            run_profiler(run, ctx.store, ctx.terminal, ctx.deadline, settings)
+            run_profiler(run, ctx.store, ctx.terminal, ctx.deadline, settings, nodes=instance_count(ctx.description))
         else:
             run_cloudwatch(run, ctx.description, clients, ctx.terminal, ctx.now, ctx.deadline)
         if run.metrics is not None:

@@ -6,6 +6,7 @@ cost a whole job's verdict.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import re
@@ -13,6 +14,8 @@ import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+
+from .contract_shared import reported_text
 
 SYSTEM_KEY = re.compile(r"(?:^|/)system/.+/(\d{10})\.(algo-\d+)\.json(?:\.gz)?$")
 FRAMEWORK_KEY = re.compile(
@@ -29,6 +32,16 @@ FRAMEWORK_KINDS = {
     "smdataparallel_timeline": (4, "SMDataParallelMetrics"),
 }
 _ALGO_NODE = re.compile(r"^(.+)-(algo-\d+)$")
+# The layout the profiler and the sampler write: a key of this shape holds only digits and fixed words, so problems
+# may name it; any other key is named by a hash of it (its text is whatever the writer chose, see label_key).
+_CANONICAL_KEY = re.compile(
+    r"(?:system/incremental/\d{10}/\d{10}\.algo-\d{1,6}\.json"
+    r"|framework/pevents/\d{10}/\d{1,20}_\d{1,10}-algo-\d{1,6}_"
+    r"(?:pythontimeline|model_timeline|horovod_timeline|smdataparallel_timeline)\.json"
+    r"|algo-\d{1,6}/\d{5}/\d{12}\.jsonl"  # the tensor collector's step files (tensor_layout.py)
+    r"|system/training_job_end\.ts|framework/training_job_end\.ts)(?:\.gz)?")
+#: The longest problem line kept (each is one line: see ParseStats.note).
+MAX_PROBLEM_CHARS = 500
 
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -53,6 +66,14 @@ def inflate(data: bytes, limit: int) -> bytes:
     except zlib.error as exc:
         raise ValueError(f"not a valid gzip stream ({exc})") from exc
     return bytes(out)
+
+
+def label_key(key: str) -> str:
+    """How problems, summaries and messages name a file: its key when it has the profiler's layout (digits and fixed
+    words only), else ``file sha256:<12 hex digits of the key>``, never text the writer of the key chose."""
+    if _CANONICAL_KEY.fullmatch(key):
+        return key
+    return f"file sha256:{hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:12]}"
 
 
 @dataclass(frozen=True, order=True)
@@ -102,8 +123,14 @@ class ParseStats:
     bad_lines: int = 0
     bad_files: int = 0
     problems: list[str] = field(default_factory=list)
+    #: records whose NodeId is not the node their file is named for: never evaluated (see reading.NodeAdmission)
+    foreign_records: int = 0
+    #: files named for a node outside the job's cluster (algo-1..algo-<instance count>): never read
+    foreign_files: int = 0
 
     def note(self, message: str) -> None:
+        """Keep a problem (at most 50, each once), as one line without control characters (see reported_text)."""
+        message = reported_text(message, MAX_PROBLEM_CHARS)
         if len(self.problems) < 50 and message not in self.problems:
             self.problems.append(message)
 
@@ -113,6 +140,8 @@ class ParseStats:
         self.records += other.records
         self.bad_lines += other.bad_lines
         self.bad_files += other.bad_files
+        self.foreign_records += other.foreign_records
+        self.foreign_files += other.foreign_files
         for p in other.problems:
             self.note(p)
 
@@ -124,7 +153,15 @@ class ParseStats:
             "bad_lines": self.bad_lines,
             "bad_files": self.bad_files,
             "problems": list(self.problems),
+            "foreign_records": self.foreign_records,
+            "foreign_files": self.foreign_files,
         }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ParseStats:
+        return cls(data["files"], data["bytes"], data["records"], data["bad_lines"], data["bad_files"],
+                   [reported_text(p, MAX_PROBLEM_CHARS) for p in data["problems"]],
+                   int(data.get("foreign_records", 0)), int(data.get("foreign_files", 0)))
 
 
 class NonFiniteNumber(ValueError):
@@ -166,7 +203,7 @@ class FileDamage:
         why = ", ".join(f"{n} {reason}" for reason, n in sorted(self.reasons.items(), key=lambda item: -item[1]))
         where = f" (line {', '.join(map(str, self.lines))}{', ...' if self.count > len(self.lines) else ''})" \
             if self.lines else ""
-        stats.note(f"{self.key}: skipped {self.count} {what}{where}: {why}")
+        stats.note(f"{label_key(self.key)}: skipped {self.count} {what}{where}: {why}")
 
 
 SYSTEM_CHUNK_BYTES = 1 << 20  # ~8,000 records: a 15 MB minute file is never 130,000 dicts at once
@@ -304,7 +341,7 @@ def _decode_trace(data: bytes, key: str, stats: ParseStats, damage: FileDamage) 
         if isinstance(events, list):
             return events
         stats.bad_files += 1
-        stats.note(f"{key}: not a JSON array of trace events")
+        stats.note(f"{label_key(key)}: not a JSON array of trace events")
         return []
     except ValueError:
         pass
@@ -319,7 +356,7 @@ def _decode_trace(data: bytes, key: str, stats: ParseStats, damage: FileDamage) 
         except ValueError:
             damage.add(NOT_JSON, number)
     stats.bad_files += 1
-    stats.note(f"{key}: invalid trace JSON; salvaged {len(salvaged)} event(s) line by line")
+    stats.note(f"{label_key(key)}: invalid trace JSON; salvaged {len(salvaged)} event(s) line by line")
     return salvaged
 
 

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import math
+import re
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
+from .caps import CapExceeded, Caps, cap_reason
+from .contract_shared import reported_text
 from .engine import (
     FRAMEWORK_LOOKAHEAD_US,
     STATUS_ERROR,
@@ -26,6 +30,7 @@ from .readers import (
     SystemFile,
     inflate,
     iter_system_records,
+    label_key,
     parse_framework_key,
     parse_system_key,
     parse_trace,
@@ -102,6 +107,8 @@ class Listing:
     reread: dict[str, Version] = field(default_factory=dict)
     ignored: list[str] = field(default_factory=list)  # keys named with a time in the future: never read
     problems: list[str] = field(default_factory=list)  # what the store could not list (unreadable folders)
+    foreign: int = 0  # files named for a node outside the job's cluster: ignored (never read) and counted
+    nodes: int | None = None  # the job's instance count (None: any node)
 
 
 FUTURE_TOLERANCE_US = 86_400_000_000  # a file named more than a day after now is a stray, not profiler output
@@ -112,12 +119,25 @@ MAX_FILE_BYTES = 256 << 20
 MAX_ORIGIN_LEAD_US = 86_400_000_000
 
 
+_CLUSTER_NODE = re.compile(r"algo-(\d{1,9})(?:-\d+)?")
+
+
+def in_cluster(node: str, nodes: int | None) -> bool:
+    """Whether a file's node (``algo-3``, or ``algo-3-51`` for rank 51's traces) is one of the job's ``nodes``
+    instances, ``algo-1`` .. ``algo-<nodes>``; with ``nodes`` None (a folder evaluated on its own) any node is."""
+    if nodes is None:
+        return True
+    match = _CLUSTER_NODE.fullmatch(node)
+    return match is not None and 1 <= int(match.group(1)) <= nodes
+
+
 def list_new_files(store: Store, system_cursor: Cursor, framework_cursor: Cursor, *,
-                   now_us: float | None = None) -> Listing:
+                   now_us: float | None = None, nodes: int | None = None) -> Listing:
     """The files not consumed yet, in time order. Files named with a time more than a day in the future are listed
-    as ``ignored``: read, one would hold the job's clock (its last window) in the future forever."""
+    as ``ignored``: read, one would hold the job's clock (its last window) in the future forever. With ``nodes``
+    (the job's instance count), files of any other node are ``ignored`` too, and counted in ``foreign``."""
     limit = (time.time() * 1e6 if now_us is None else now_us) + FUTURE_TOLERANCE_US
-    listing = Listing([], [], False)
+    listing = Listing([], [], False, nodes=nodes)
     for obj in store.list("system/", system_cursor.start_after):
         parsed = parse_system_key(obj.key)
         if parsed:
@@ -147,13 +167,17 @@ def _admit_version(listing: Listing, files: list[Any], parsed: SystemFile | Fram
 
 def _admit(listing: Listing, files: list[Any], parsed: SystemFile | FrameworkFile, size: int, limit: float) -> None:
     problem = None
+    if not in_cluster(parsed.node, listing.nodes):
+        listing.ignored.append(parsed.key)
+        listing.foreign += 1
+        return
     if parsed.timestamp_us > limit:
         problem = f"named with a time in the future ({iso_us(parsed.timestamp_us)})"
     elif size > MAX_FILE_BYTES:
         problem = f"{size / 1e6:,.0f} MB, more than any profiler file ({MAX_FILE_BYTES >> 20} MB at most)"
     if problem:
         listing.ignored.append(parsed.key)
-        listing.problems.append(f"{parsed.key}: {problem}; not read")
+        listing.problems.append(f"{label_key(parsed.key)}: {problem}; not read")
         return
     files.append(parsed)
     listing.sizes[parsed.key] = size
@@ -244,20 +268,70 @@ class _Horizons:
         return sys_through, fw_through
 
 
-def _read_into(evaluator: Evaluator, item: SystemFile | FrameworkFile, key: str, data: bytes | Exception) -> None:
+_NODE_ID, _DIMENSION, _NAME = itemgetter("NodeId"), itemgetter("Dimension"), itemgetter("Name")
+
+
+class Budget:
+    """What one run read of each node, held against the job's caps (caps.py): CapExceeded past one. Records whose
+    ``NodeId`` is not the node their file is named for are dropped here and counted, never evaluated."""
+
+    def __init__(self, caps: Caps | None = None):
+        self.caps = caps or Caps()
+        self.series: dict[str, set[tuple[str, str]]] = {}
+        self.records: dict[tuple[str, int], int] = {}
+        self.events: dict[tuple[str, int], int] = {}
+        self.foreign_records = 0
+
+    def system(self, file: SystemFile, chunk: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        node = file.node
+        if set(map(_NODE_ID, chunk)) != {node}:
+            kept = [r for r in chunk if r["NodeId"] == node]
+            self.foreign_records += len(chunk) - len(kept)
+            chunk = kept
+        minute = file.timestamp_us // 60_000_000
+        count = self.records[node, minute] = self.records.get((node, minute), 0) + len(chunk)
+        if count > self.caps.records_per_node_minute:
+            raise CapExceeded(cap_reason(
+                f"{node} wrote more than {self.caps.records_per_node_minute:,} system records for the minute "
+                f"{iso_us(minute * 60e6)} (the cap per node and minute)"))
+        series = self.series.setdefault(node, set())
+        series.update(zip(map(_DIMENSION, chunk), map(_NAME, chunk), strict=True))
+        if len(series) > self.caps.series_per_node:
+            raise CapExceeded(cap_reason(
+                f"{node} wrote more than {self.caps.series_per_node:,} distinct system metric series (Dimension and "
+                "Name; the cap per node)"))
+        return chunk
+
+    def framework(self, file: FrameworkFile, events: list[Any]) -> None:
+        host = _CLUSTER_NODE.fullmatch(file.node)
+        node = f"algo-{host.group(1)}" if host else reported_text(file.node, 40)
+        minute = file.timestamp_us // 60_000_000
+        count = self.events[node, minute] = self.events.get((node, minute), 0) + len(events)
+        if count > self.caps.events_per_node_minute:
+            raise CapExceeded(cap_reason(
+                f"{node} wrote more than {self.caps.events_per_node_minute:,} framework events in the files of the "
+                f"minute {iso_us(minute * 60e6)} (the cap per node and minute)"))
+
+
+def _read_into(evaluator: Evaluator, item: SystemFile | FrameworkFile, key: str, data: bytes | Exception,
+               budget: Budget) -> None:
     stats = evaluator.stats
     if isinstance(data, Exception):
         stats.bad_files += 1
-        stats.note(f"{key}: could not be read ({type(data).__name__}: {data})")
+        stats.note(f"{label_key(key)}: could not be read ({type(data).__name__}: {data})")
         if isinstance(item, SystemFile):
             evaluator.facts.system_files += 1
     elif isinstance(item, SystemFile):
         evaluator.facts.system_files += 1
         for chunk in iter_system_records(data, key, stats):
-            evaluator.add_system_records(item, chunk)
+            chunk = budget.system(item, chunk)
+            if chunk:
+                evaluator.add_system_records(item, chunk)
         evaluator.flush_problems()
     else:
-        evaluator.add_framework_events(item, parse_trace(data, item, stats))
+        events = parse_trace(data, item, stats)
+        budget.framework(item, events)
+        evaluator.add_framework_events(item, events)
 
 
 def _digest(data: bytes) -> str:
@@ -272,7 +346,7 @@ def _appended_part(evaluator: Evaluator, item: SystemFile | FrameworkFile, key: 
     size, digest = (known[-1], known[2]) if known and len(known) > 2 else (None, None)  # the JSON bytes evaluated
     if isinstance(item, SystemFile) and size is not None and len(data) > size and _digest(data[:size]) == digest:
         return data[size:]
-    evaluator.stats.note(f"{key}: uploaded again after it was evaluated ({size or 0:,} bytes, now {len(data):,}) and "
+    evaluator.stats.note(f"{label_key(key)}: uploaded again after it was evaluated ({size or 0:,} bytes, now {len(data):,}) and "
                          "not by appending to what was evaluated; the new version is not evaluated again")
     return None
 
@@ -283,22 +357,40 @@ def _framework_origin(evaluator: Evaluator, first: SystemFile, framework: list[F
     if not framework:
         return None
     if framework[0].timestamp_us < first.timestamp_us - MAX_ORIGIN_LEAD_US:
-        evaluator.stats.note(f"{framework[0].key}: named {iso_us(framework[0].timestamp_us)}, more than a day before "
-                             f"the first system metrics file ({first.key}); not used as the job's start (T0)")
+        evaluator.stats.note(f"{label_key(framework[0].key)}: named {iso_us(framework[0].timestamp_us)}, more than a "
+                             f"day before the first system metrics file ({label_key(first.key)}); not used as the "
+                             "job's start (T0)")
         return None
     return framework[0].timestamp_us
 
 
 def feed(evaluator: Evaluator, store: Store, listing: Listing, *, final: bool, deadline: float | None = None,
-         progress: ProgressCallback | None = None, read_workers: int = 4) -> RunOutcome:
+         progress: ProgressCallback | None = None, read_workers: int = 4, caps: Caps | None = None) -> RunOutcome:
     """Read the listed files in time order into ``evaluator`` and evaluate every window that becomes complete.
 
     ``final`` says no more files will ever come (a post-hoc run, or training has ended). ``deadline``
-    (``time.monotonic()``) stops reading and evaluating; the outcome is then not complete.
+    (``time.monotonic()``) stops reading and evaluating; the outcome is then not complete. Raises ``CapExceeded``
+    when the files go past one of ``caps`` (caps.py): the job's evaluation ends there.
     """
     for problem in listing.problems:
         evaluator.stats.bad_files += 1
         evaluator.stats.note(problem)
+    if listing.foreign:
+        evaluator.stats.foreign_files += listing.foreign
+        evaluator.stats.note(f"{listing.foreign} file(s) named for a node outside the job's cluster (algo-1 .. "
+                             f"algo-{listing.nodes}) were not read")
+    budget = Budget(caps)
+    try:
+        return _feed(evaluator, store, listing, final, deadline, progress, read_workers, budget)
+    finally:
+        if budget.foreign_records:
+            evaluator.stats.foreign_records += budget.foreign_records
+            evaluator.stats.note(f"{budget.foreign_records:,} record(s) whose NodeId is not the node their file is "
+                                 "named for were not evaluated")
+
+
+def _feed(evaluator: Evaluator, store: Store, listing: Listing, final: bool, deadline: float | None,
+          progress: ProgressCallback | None, read_workers: int, budget: Budget) -> RunOutcome:
     system, framework = listing.system, listing.framework
     evaluator.note_listing(system[-1].timestamp_us if system else None,
                            framework[-1].timestamp_us if framework else None)
@@ -327,7 +419,7 @@ def feed(evaluator: Evaluator, store: Store, listing: Listing, *, final: bool, d
             if key in listing.reread:
                 data = _appended_part(evaluator, item, key, data, listing.reread[key])
         if data is not None:
-            _read_into(evaluator, item, key, data)
+            _read_into(evaluator, item, key, data, budget)
         del data
         if isinstance(item, SystemFile):
             horizons.sys_pos += 1
@@ -351,14 +443,15 @@ def feed(evaluator: Evaluator, store: Store, listing: Listing, *, final: bool, d
 
 
 def evaluate_store(store: Store, configs: Iterable[RuleConfig], *, progress: ProgressCallback | None = None,
-                   read_workers: int = 4) -> Evaluator:
-    """Evaluate a finished (or still running) job's profiler output in one pass, as the CLI does.
+                   read_workers: int = 4, nodes: int | None = None) -> Evaluator:
+    """Evaluate a finished (or still running) job's profiler output in one pass, as the CLI does. ``nodes``: the
+    job's instance count, when known (files of other nodes are not read); the caps of caps.py apply.
 
     Raises ``EvaluationInputError`` when there is nothing to evaluate: no profiler output, or system metrics files
     none of which holds a usable record.
     """
     evaluator = Evaluator(list(configs))
-    listing = list_new_files(store, Cursor(), Cursor())
+    listing = list_new_files(store, Cursor(), Cursor(), nodes=nodes)
     unreadable = "".join(f"; {p}" for p in listing.problems[:3])
     if not listing.system:
         if listing.framework:
@@ -371,7 +464,10 @@ def evaluate_store(store: Store, configs: Iterable[RuleConfig], *, progress: Pro
             "files). Pass the profiler-output/ folder of a training job, or check that the profiler was enabled"
             f"{unreadable}."
         )
-    feed(evaluator, store, listing, final=True, progress=progress, read_workers=read_workers)
+    try:
+        feed(evaluator, store, listing, final=True, progress=progress, read_workers=read_workers)
+    except CapExceeded as exc:
+        raise EvaluationInputError(f"{store.describe()}: {exc}") from exc
     stats = evaluator.stats
     if stats.files == 0 and stats.bad_files:  # every read failed: verdicts on no data would pass for a clean run
         raise EvaluationInputError(

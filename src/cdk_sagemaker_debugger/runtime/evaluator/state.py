@@ -13,6 +13,8 @@ import json
 from datetime import datetime, timezone
 from typing import Any
 
+from .caps import MAX_STATE_BYTES, StateTooLarge
+
 #: Each evaluator keeps its own state per job: ``rule-output/evaluator-state/<evaluator id>.json.gz`` (two evaluators
 #: over the same jobs, with other rules or another bus, never read each other's state).
 STATE_FOLDER = "evaluator-state"
@@ -78,6 +80,9 @@ class DamagedStateError(Exception):
 
 
 class S3StateStore:
+    #: The largest state (JSON bytes) save() writes: larger raises StateTooLarge (caps.py)
+    max_bytes = MAX_STATE_BYTES
+
     def __init__(self, s3: Any, bucket: str, key: str):
         self.s3 = s3
         self.bucket = bucket
@@ -121,7 +126,10 @@ class S3StateStore:
 
     def save(self, state: dict[str, Any], etag: str | None) -> str:
         """Commit ``state`` if nobody changed it since ``etag`` was read (``None``: only if it does not exist yet)."""
-        body = gzip.compress(json.dumps(state, separators=(",", ":")).encode(), compresslevel=5)
+        text = json.dumps(state, separators=(",", ":")).encode()
+        if len(text) > self.max_bytes:
+            raise StateTooLarge(len(text), self.max_bytes)
+        body = gzip.compress(text, compresslevel=5)
         condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
         try:
             response = self.s3.put_object(Bucket=self.bucket, Key=self.key, Body=body, Tagging=STATE_TAGGING,

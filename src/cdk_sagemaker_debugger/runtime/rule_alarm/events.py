@@ -15,7 +15,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from .contract_shared import EVENT_SOURCE as EVALUATOR_SOURCE
-from .contract_shared import SAGEMAKER_SOURCE, TRAINING_JOB_STATE_CHANGE
+from .contract_shared import SAGEMAKER_SOURCE, TRAINING_JOB_STATE_CHANGE, reported_text
 from .contract_shared import STATUS_CHANGE_DETAIL_TYPE as RULE_EVALUATION_STATUS_CHANGE
 
 SCHEDULE_SOURCE = "aws.events"
@@ -144,7 +144,8 @@ def rule_status_from_entry(entry: Any, *, reported_by: str) -> RuleStatus:
     return RuleStatus(
         rule=rule,
         status=status,
-        details=details[:MAX_STATUS_DETAILS_CHARS] if isinstance(details, str) and details else None,
+        # one line without control characters from here on: the e-mail, the SMS, the logs, the transition events
+        details=(reported_text(details, MAX_STATUS_DETAILS_CHARS) or None) if isinstance(details, str) else None,
         modified_at=parse_time(entry.get("LastModifiedTime")),
         evaluation_job_arn=job_arn if isinstance(job_arn, str) and job_arn else None,
         reported_by=reported_by,

@@ -10,7 +10,9 @@ from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
+from .contract_shared import machine_reported, reported_text
 from .ledger import Transition
+from .reports import MAX_TEXT_CHARS as MAX_FINDING_CHARS
 from .reports import Findings
 
 MAX_SUBJECT_CHARS = 99  # SNS: "less than 100 characters", ASCII, no line breaks
@@ -123,14 +125,16 @@ def compose(job: JobView, transition: Transition, *, stop_outcome: str | None,
     url = console_url(job)
     location = report_location(job, transition.rule)
     verb = _STATUS_WORDS.get(transition.status, transition.status)
-    lines = [f"Rule {transition.rule} {verb} on SageMaker training job {job.name}.", ""]
+    rule = reported_text(transition.rule, 256)
+    lines = [f"Rule {rule} {verb} on SageMaker training job {job.name}.", ""]
     lines += _findings_lines(findings)
     lines += [
         f"Training job:  {job.name} ({job.status}{', ' + job.secondary_status if job.secondary_status else ''})",
-        f"Rule:          {transition.rule}",
+        f"Rule:          {rule}",
         f"Status:        {transition.status}",
         f"When:          {when}",
-        f"Details:       {(transition.details or 'none given').strip()}",
+        # text from data (the evaluator's or SageMaker's words): one line, short, and said to be machine-reported
+        f"Details:       {machine_reported(transition.details) if transition.details else 'none given'}",
     ]
     if stop_outcome is not None:
         lines.append(f"Action:        {STOP_OUTCOME_TEXT.get(stop_outcome, stop_outcome)}")
@@ -138,12 +142,12 @@ def compose(job: JobView, transition: Transition, *, stop_outcome: str | None,
     if findings is not None and findings.html_report is not None:
         lines.append(f"HTML report:   {s3_console_url(job, *findings.html_report)}")
     lines += [
-        f"Rule report:   {location or 'unknown (the job has no S3 output path)'}",
+        f"Rule report:   {reported_text(location, 1024) if location else 'unknown (the job has no S3 output path)'}",
         f"Reported by:   {transition.reported_by}",
     ]
     stopped = " Training is being stopped." if stop_outcome == "requested" else ""
     why = f" {findings.reasons[0][0]}: {findings.reasons[0][1]}" if findings and findings.reasons else ""
-    sms = f"{transition.status}: rule {transition.rule} on {job.name} at {when}.{stopped}{why}"
+    sms = reported_text(f"{transition.status}: rule {rule} on {job.name} at {when}.{stopped}{why}", 10 * MAX_SMS_CHARS)
     return Notification(
         subject=subject_line(transition.status, transition.rule, job.name),
         email="\n".join(lines) + "\n",
@@ -158,14 +162,15 @@ def _findings_lines(findings: Findings | None) -> list[str]:
     """Why (the evaluator's one-line reason per rule that found issues) and what to try, before the facts."""
     if findings is None:
         return []
-    lines = [findings.headline, ""] if findings.headline else []
+    text = reported_text  # each as one line: the summary was read from S3 (reports.py cleans it too)
+    lines = [text(findings.headline, MAX_FINDING_CHARS), ""] if findings.headline else []
     if findings.reasons:
-        lines.append("Why:")
-        lines += [f"  - {rule}: {reason}" for rule, reason in findings.reasons]
+        lines.append("Why (machine-reported by the evaluator):")
+        lines += [f"  - {text(rule, 256)}: {text(reason, MAX_FINDING_CHARS)}" for rule, reason in findings.reasons]
         lines.append("")
     if findings.tips:
         lines.append("What to try:")
-        lines += [f"  - {rule}: {tip}" for rule, tip in findings.tips]
+        lines += [f"  - {text(rule, 256)}: {text(tip, MAX_FINDING_CHARS)}" for rule, tip in findings.tips]
         lines.append("")
     return lines
 

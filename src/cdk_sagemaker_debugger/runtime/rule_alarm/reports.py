@@ -17,6 +17,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from .contract_shared import reported_text
 from .events import MalformedEvent, RuleStatus, rule_status_from_entry
 
 # The evaluator's layout (runtime/evaluator/lambda_handler.py and report.py; a test checks they agree).
@@ -97,11 +98,10 @@ class Findings:
 
 
 def _text(value: Any) -> str | None:
-    """A string from the summary, safe to print: printable, one line, at most MAX_TEXT_CHARS."""
-    if not isinstance(value, str) or not value.strip():
+    """A string from the summary, safe to print: one line without control characters, at most MAX_TEXT_CHARS."""
+    if not isinstance(value, str):
         return None
-    cleaned = " ".join("".join(ch if ch.isprintable() else " " for ch in value).split())
-    return cleaned if len(cleaned) <= MAX_TEXT_CHARS else cleaned[: MAX_TEXT_CHARS - 3] + "..."
+    return reported_text(value, MAX_TEXT_CHARS) or None
 
 
 def findings(s3: Any, description: Mapping[str, Any], rule: str) -> Findings | None:

@@ -3,18 +3,28 @@
 The same order and variables as the AWS SDKs, so whatever SageMaker gives a training container works. Temporary
 credentials are cached until five minutes before they expire; that refresh is advisory: when it fails, the cached
 credentials are used for as long as they are valid (as botocore does), so uploads go on.
+
+The container endpoint gets the container's authorization token, so, as botocore's ContainerMetadataFetcher does, a
+``AWS_CONTAINER_CREDENTIALS_FULL_URI`` is used only over https, or over http to a loopback address or one of the
+ECS/EKS container endpoints; anything else is refused before the token is read or sent. Credential requests go to
+the endpoint itself: never through a proxy from the environment, and never after a redirect.
 """
 
 from __future__ import annotations
 
 import calendar
+import ipaddress
 import json
 import os
 import time
+import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
 CONTAINER_HOST = "http://169.254.170.2"
+#: Hosts the container credentials endpoint may be on over plain http, besides loopback addresses: botocore's
+#: ContainerMetadataFetcher._ALLOWED_HOSTS (the ECS endpoint, the EKS Pod Identity endpoints over IPv4 and IPv6).
+CONTAINER_HTTP_HOSTS = ("169.254.170.2", "169.254.170.23", "fd00:ec2::23", "localhost")
 IMDS_ENDPOINT = "http://169.254.169.254"
 TIMEOUT_S = 2.0
 REFRESH_BEFORE_S = 300.0
@@ -48,10 +58,45 @@ def _from_document(document: dict, source: str) -> Credentials:
         raise CredentialsError(f"{source} returned no AccessKeyId/SecretAccessKey") from exc
 
 
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    """A redirect is an error: urllib would send the Authorization header on to wherever it points."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):  # noqa: ANN001, ANN201 - urllib's signature
+        return None
+
+
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), _NoRedirect())
+
+
 def _get(url: str, headers: dict | None = None, method: str = "GET") -> bytes:
     request = urllib.request.Request(url, headers=headers or {}, method=method)
-    with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:  # noqa: S310 - fixed AWS endpoints
+    with _OPENER.open(request, timeout=TIMEOUT_S) as response:  # checked endpoints (container_url_refusal), IMDS
         return response.read()
+
+
+def _is_loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def container_url_refusal(url: str) -> str | None:
+    """Why the container credentials endpoint ``url`` is not used (None: it may be): botocore's rule (https to any
+    host; http to a loopback address or one of CONTAINER_HTTP_HOSTS), and no other scheme at all."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname
+    except ValueError as exc:
+        return f"not a URL ({exc})"
+    if parts.scheme == "https" and host:
+        return None
+    if parts.scheme != "http":
+        return f"the scheme {parts.scheme or '(none)'!r} is neither https nor http"
+    if host and (host in CONTAINER_HTTP_HOSTS or _is_loopback(host)):
+        return None
+    return (f"http to {host or '(no host)'!r}: over plain http only a loopback address or one of "
+            f"{', '.join(CONTAINER_HTTP_HOSTS)} is used; use https for any other host")
 
 
 def from_environment(env: dict) -> Credentials | None:
@@ -66,6 +111,9 @@ def from_container(env: dict) -> Credentials | None:
     if not relative and not full:
         return None
     url = CONTAINER_HOST + relative if relative else full
+    refusal = container_url_refusal(url)
+    if refusal is not None:  # before the token is even read: it never leaves for a host that is not allowed
+        raise CredentialsError(f"the container credentials endpoint was not used: {refusal}")
     headers = {}
     token = env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN")
     token_file = env.get("AWS_CONTAINER_AUTHORIZATION_TOKEN_FILE")

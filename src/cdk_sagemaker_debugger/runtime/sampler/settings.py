@@ -25,6 +25,12 @@ NVML_LIBRARY = "CDK_SAGEMAKER_SAMPLER_NVML_LIBRARY"
 CONFIG_DIR = "CDK_SAGEMAKER_SAMPLER_CONFIG_DIR"
 #: "auto" (= "stdlib": urllib + SigV4, the lighter client) or "boto3" (boto3's credential chain, about 28 MB more).
 UPLOADER = "CDK_SAGEMAKER_SAMPLER_UPLOADER"
+#: How data files are uploaded: "gzip" (``<name>.json.gz``, what the evaluator, the CLI and the reports read; the
+#: default, see docs/sampler.md for the measurement) or "plain" (Debugger's own ``<name>.json``, for tools that read
+#: Debugger's layout, such as smdebug).
+UPLOAD_FORMAT = "CDK_SAGEMAKER_SAMPLER_UPLOAD_FORMAT"
+UPLOAD_FORMATS = ("gzip", "plain")
+DEFAULT_UPLOAD_FORMAT = "gzip"
 #: Seconds added to the wall clock of the sampler and of the step events (tests only: a short run can then cross
 #: a minute boundary, the only point at which the evaluator judges a minute).
 CLOCK_OFFSET = "CDK_SAGEMAKER_SAMPLER_CLOCK_OFFSET_S"
@@ -62,6 +68,7 @@ class Settings:
     proc_root: str = "/proc"
     nvml_library: str = DEFAULT_NVML_LIBRARY
     uploader: str = "auto"
+    upload_format: str = DEFAULT_UPLOAD_FORMAT
     endpoint_url: str | None = None
     watch_members: bool = False
     end_marker: bool = False
@@ -85,6 +92,9 @@ class Settings:
             split_s3_uri(self.s3_uri)
         if self.uploader not in UPLOADERS:
             raise SettingsError(f"{UPLOADER}={self.uploader!r}: use one of {', '.join(UPLOADERS)}.")
+        if self.upload_format not in UPLOAD_FORMATS:
+            raise SettingsError(f"{UPLOAD_FORMAT}={self.upload_format!r}: use one of {', '.join(UPLOAD_FORMATS)} "
+                                "(plain keeps Debugger's .json files for tools that read them).")
         if self.on_hang not in contract.HANG_ACTIONS:
             raise SettingsError(f"{contract.ON_HANG}={self.on_hang!r}: use one of {', '.join(contract.HANG_ACTIONS)}.")
         if not (isinstance(self.hang_minutes, (int, float)) and 0 < self.hang_minutes <= 10080):
@@ -229,6 +239,7 @@ def from_environment(env: dict | None = None, **overrides: object) -> Settings:
         "proc_root": env.get(PROC_ROOT, "").strip() or "/proc",
         "nvml_library": env.get(NVML_LIBRARY, "").strip() or DEFAULT_NVML_LIBRARY,
         "uploader": env.get(UPLOADER, "").strip() or "auto",
+        "upload_format": env.get(UPLOAD_FORMAT, "").strip().lower() or DEFAULT_UPLOAD_FORMAT,
         "endpoint_url": endpoint_from(env),
         "on_hang": env.get(contract.ON_HANG, "").strip() or "log",
         "hang_minutes": number(env, contract.HANG_MINUTES, contract.DEFAULT_HANG_MINUTES),
