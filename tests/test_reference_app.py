@@ -14,7 +14,7 @@ from typing import Any
 
 import aws_cdk as cdk
 import pytest
-from helpers import ROOT, scrub
+from helpers import ROOT, scrub, training_tasks
 from syrupy.extensions.json import JSONSnapshotExtension
 
 from stacks.registry import REFERENCE_STACKS, build_app
@@ -54,11 +54,6 @@ def test_cli_synth_writes_every_reference_stack(cli_synth):
     assert set(_templates(cli_synth)) == set(REFERENCE_STACKS)
 
 
-def _definition(template: dict[str, Any]) -> str:
-    machines = [r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine"]
-    return json.dumps([m["Properties"]["DefinitionString"] for m in machines])
-
-
 @pytest.mark.parametrize(
     ("stack", "image"),
     [
@@ -67,12 +62,16 @@ def _definition(template: dict[str, Any]) -> str:
     ],
 )
 def test_debugger_state_machines_hold_the_request_with_the_right_rule_image(cli_synth, stack, image):
-    definition = _definition(_templates(cli_synth)[stack])
-    assert "createTrainingJob.sync" in definition
-    assert "ProfilerConfig" in definition and "ProfilerRuleConfigurations" in definition
-    assert image in definition
-    if stack == "TrainingOnDebugger":
-        assert "Fn::FindInMap" in definition and "AWS::URLSuffix" in definition
+    tasks = training_tasks(_templates(cli_synth)[stack])
+    assert tasks
+    for task in tasks:
+        assert task["Resource"].endswith(":states:::sagemaker:createTrainingJob.sync")
+        parameters = task["Parameters"]
+        assert "ProfilerConfig" in parameters and parameters["ProfilerRuleConfigurations"]
+        images = [rule["RuleEvaluatorImage"] for rule in parameters["ProfilerRuleConfigurations"]]
+        assert any(found.endswith(image) for found in images), images
+        if stack == "TrainingOnDebugger":  # the rule account by region from a mapping, the domain by partition
+            assert all(found.startswith("<FindInMap ") and "<Ref AWS::URLSuffix>" in found for found in images), images
 
 
 @pytest.mark.parametrize("stack", ["Training", "TrainingUsEast1", "TrainingChina"])
@@ -80,11 +79,15 @@ def test_the_quick_start_needs_no_debugger_anywhere(cli_synth, stack):
     """The README quick start in an environment-agnostic stack, us-east-1 and China: no Debugger member, no rule
     image and no region mapping for one; the sampler channel and the job's own evaluator instead."""
     template = _templates(cli_synth)[stack]
-    definition = _definition(template)
-    for member in ("ProfilerConfig", "ProfilerRuleConfigurations", "DebugHookConfig", "DebugRuleConfigurations"):
-        assert member not in definition
-    assert "sagemaker-debugger-rule" not in json.dumps(template) and "Mappings" not in template
-    assert "cdk-sagemaker-sampler" in definition and "CDK_SAGEMAKER_SAMPLER_S3_URI" in definition
+    tasks = training_tasks(template)
+    assert tasks
+    for task in tasks:
+        parameters = task["Parameters"]
+        for member in ("ProfilerConfig", "ProfilerRuleConfigurations", "DebugHookConfig", "DebugRuleConfigurations"):
+            assert member not in parameters
+        assert "cdk-sagemaker-sampler" in [channel["ChannelName"] for channel in parameters["InputDataConfig"]]
+        assert "CDK_SAGEMAKER_SAMPLER_S3_URI" in parameters["Environment"]
+    assert "sagemaker-debugger-rule" not in json.dumps(template) and "Mappings" not in template  # no image anywhere
     handlers = [r["Properties"]["Handler"] for r in template["Resources"].values() if r["Type"] == "AWS::Lambda::Function"]
     assert sorted(handlers) == ["evaluator.lambda_handler.handler", "rule_alarm.handler.handler"]
 
