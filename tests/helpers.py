@@ -23,12 +23,21 @@ def task_parameters(stack: Any) -> dict[str, Any]:
     """The CreateTrainingJob Parameters of the state machine's Task state, with intrinsics flattened to markers."""
     from aws_cdk.assertions import Template
 
-    template = Template.from_stack(stack).to_json()
-    machine = next(r for r in template["Resources"].values() if r["Type"] == "AWS::StepFunctions::StateMachine")
-    definition = machine["Properties"]["DefinitionString"]
-    if isinstance(definition, dict):
-        definition = "".join(p if isinstance(p, str) else marker(p) for p in definition["Fn::Join"][1])
-    return json.loads(definition)["States"]["CreateTrainingJob"]["Parameters"]
+    return training_tasks(Template.from_stack(stack).to_json())[0]["Parameters"]
+
+
+def training_tasks(template: dict[str, Any]) -> list[dict[str, Any]]:
+    """The CreateTrainingJob Task state of every state machine in ``template`` (in template order), with intrinsics
+    flattened to markers (:func:`marker`)."""
+    tasks = []
+    for resource in template["Resources"].values():
+        if resource["Type"] != "AWS::StepFunctions::StateMachine":
+            continue
+        definition = resource["Properties"]["DefinitionString"]
+        if isinstance(definition, dict):
+            definition = "".join(p if isinstance(p, str) else marker(p) for p in definition["Fn::Join"][1])
+        tasks.append(json.loads(definition)["States"]["CreateTrainingJob"])
+    return tasks
 
 
 def marker(intrinsic: dict[str, Any]) -> str:

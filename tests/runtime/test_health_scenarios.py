@@ -7,9 +7,10 @@ Straggler and DataWait name rank 1; (d) a fake NVML reporting busy at low power,
 GPUHealth names the GPU and TrainingHang reports the busy-at-low-power signature.
 
 The sampler's clock is shifted (CDK_SAGEMAKER_SAMPLER_CLOCK_OFFSET_S) so that each run crosses a minute boundary
-some seconds after training starts: the evaluator, like the managed rules, never judges the newest minute. How long
-torchrun takes to start depends on the machine's load, so the lead is measured first (three imports of torch, the
-launcher's and the workers', plus a margin).
+some seconds after training starts: the evaluator, like the managed rules, never judges the newest minute. The four
+jobs run at the same time, towards the same boundary (most of a job's time is waiting for it). How long torchrun takes
+to start depends on the machine's load, so the lead is measured first: importing torch in as many interpreters at once
+as there are jobs, three times over (the launchers', then the workers'), plus a margin.
 """
 
 from __future__ import annotations
@@ -38,11 +39,16 @@ TRAIN = Path(__file__).resolve().parent.parent / "health_train.py"
 WINDOW_US = 5_000_000
 
 
+SCENARIOS = ("healthy", "hang", "slow-data", "sick-gpus")
+
+
 @pytest.fixture(scope="module")
 def lead_s() -> float:
-    """Seconds from launch to the minute boundary: torchrun's start-up on this machine now, plus 8 s of training."""
+    """Seconds from launch to the minute boundary: torchrun's start-up for every scenario at once on this machine now,
+    plus 8 s of training."""
     started = time.monotonic()
-    subprocess.run([sys.executable, "-c", "import torch, torch.distributed"], check=True, timeout=120)
+    imports = [subprocess.Popen([sys.executable, "-c", "import torch, torch.distributed"]) for _ in SCENARIOS]
+    assert [process.wait(timeout=240) for process in imports] == [0] * len(SCENARIOS)
     return max(15.0, 3.5 * (time.monotonic() - started) + 8.0)
 
 
@@ -57,11 +63,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def run_job(bundle: Path, tmp_path: Path, scenario: str, lead_s: float, timeout: float = 90, **extra: str) -> tuple:
+def start_job(bundle: Path, tmp_path: Path, scenario: str, boundary: float, offset: float,
+              **extra: str) -> subprocess.Popen:
+    """torchrun of ``scenario`` in ``tmp_path``: its sampler clock is shifted by ``offset`` and it trains until the
+    minute ``boundary`` on that clock (and 2 s more)."""
     local = tmp_path / "local"
-    now = time.time()
-    boundary = (math.floor((now + lead_s) / 60) + 1) * 60
-    offset = boundary - lead_s - now  # the shifted clock reads boundary - lead_s now
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CDK_SAGEMAKER_SAMPLER_", "TRAINING_JOB"))}
     env.update({"PYTHONPATH": str(bundle), "CDK_SAGEMAKER_SAMPLER_LOCAL_DIR": str(local),
                 "CDK_SAGEMAKER_SAMPLER_CONFIG_DIR": str(tmp_path / "cfg"), "CDK_SAGEMAKER_SAMPLER_CLOCK_OFFSET_S":
@@ -71,21 +77,62 @@ def run_job(bundle: Path, tmp_path: Path, scenario: str, lead_s: float, timeout:
     env.update(contract.environment("s3://bucket/profiler", 100, True))  # what the construct sets (no job name here)
     env.update(extra)
     command = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", f"--master_port={free_port()}",
-               str(TRAIN), scenario]
-    process = subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               text=True, start_new_session=True)
+               str(TRAIN), "hang" if scenario == "sick-gpus" else scenario]
+    return subprocess.Popen(command, env=env, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+
+
+def finish_job(process: subprocess.Popen, tmp_path: Path, scenario: str, deadline: float) -> tuple | str:
+    """(exit code, stderr, sampler folder) once the job and its sampler have ended, or why not (a message)."""
+    local = tmp_path / "local"
     try:
-        out, err = process.communicate(timeout=timeout)
+        out, err = process.communicate(timeout=max(1.0, deadline - time.monotonic()))
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, 9)
         out, err = process.communicate()
-        pytest.fail(f"{scenario}: the job did not end within {timeout} s\n{err[-3000:]}")
+        return f"{scenario}: the job did not end in time\n{err[-3000:]}"
     end = time.monotonic() + 10
     while holder_pid(str(local)) is not None and time.monotonic() < end:  # the sampler's last minute
         time.sleep(0.1)
     first = min((int(p.name.split("_")[0]) for p in local.glob("framework/pevents/*/*.json")), default=None)
-    assert first is not None, f"{scenario}: no timeline was written\n{err[-3000:]}"
+    if first is None:
+        return f"{scenario}: no timeline was written\n{err[-3000:]}"
     return process.returncode, err, local
+
+
+@pytest.fixture(scope="module")
+def jobs(bundle: Path, tmp_path_factory: pytest.TempPathFactory, lead_s: float) -> dict[str, tuple | str]:
+    """Every scenario's job, all started at once: scenario -> (exit code, stderr, sampler folder), or why it failed.
+    ``sick-gpus`` (the hang scenario on a fake NVML) is left out when no C compiler can build the fake library."""
+    from health_fakes import compile_health_nvml
+
+    folders = {scenario: tmp_path_factory.mktemp(scenario) for scenario in SCENARIOS}
+    library = compile_health_nvml(folders["sick-gpus"] / "nvml")
+    extra: dict[str, dict[str, str]] = {
+        "healthy": {}, "slow-data": {}, "hang": contract.hang_environment("exit", 0.1),
+        "sick-gpus": {"CDK_SAGEMAKER_SAMPLER_NVML_LIBRARY": str(library), "FAKE_NVML_UTIL": "100",
+                      "FAKE_NVML_POWER_W": "90", "FAKE_NVML_LIMIT_W": "700", "FAKE_NVML_THROTTLE": "0x40",
+                      "FAKE_NVML_THROTTLE_GPU": "1", "FAKE_NVML_XID": "79", "FAKE_NVML_XID_GPU": "1",
+                      **contract.hang_environment("exit", 0.1)},
+    }
+    if library is None:
+        del extra["sick-gpus"]
+    now = time.time()
+    boundary = (math.floor(now / 60) + 1) * 60
+    offset = boundary - lead_s - now  # the shifted clock reads boundary - lead_s now: every job reaches it in lead_s
+    started = {scenario: start_job(bundle, folders[scenario], scenario, boundary, offset, **env)
+               for scenario, env in extra.items()}
+    deadline = time.monotonic() + lead_s + 90
+    return {scenario: finish_job(process, folders[scenario], scenario, deadline)
+            for scenario, process in started.items()}
+
+
+def job(jobs: dict[str, tuple | str], scenario: str) -> tuple:
+    if scenario not in jobs:
+        pytest.skip("no C compiler to build the fake NVML library")
+    if isinstance(jobs[scenario], str):
+        pytest.fail(jobs[scenario])
+    return jobs[scenario]
 
 
 def evaluate(local: Path, *rules: tuple) -> dict:
@@ -98,8 +145,8 @@ def verdicts(result) -> dict:
     return {sub.name: sub.verdict for sub in result.rules}
 
 
-def test_a_healthy_run_has_no_issues(bundle: Path, tmp_path: Path, lead_s: float):
-    code, err, local = run_job(bundle, tmp_path, "healthy", lead_s)
+def test_a_healthy_run_has_no_issues(jobs):
+    code, err, local = job(jobs, "healthy")
     assert code == 0, err[-3000:]
     results, evaluator = evaluate(local, ("TrainingHang", {"minutes": "0.1"}), ("Straggler", {}), ("DataWait", {}),
                                   ("Dataloader", {}))
@@ -111,9 +158,9 @@ def test_a_healthy_run_has_no_issues(bundle: Path, tmp_path: Path, lead_s: float
     assert results["Dataloader"].rules[0].report["Details"]["num_workers"] == 0  # two ranks: 2 loaders for 2 cores
 
 
-def test_a_rank_hung_in_a_collective_fails_fast_and_is_named(bundle: Path, tmp_path: Path, lead_s: float):
-    code, err, local = run_job(bundle, tmp_path, "hang", lead_s, **contract.hang_environment("exit", 0.1))
-    assert code != 0  # the sampler ended the hung job (run_job fails the test if it had to kill it)
+def test_a_rank_hung_in_a_collective_fails_fast_and_is_named(jobs):
+    code, err, local = job(jobs, "hang")
+    assert code != 0  # the sampler ended the hung job (finish_job fails the scenario if it had to kill it)
     assert "rank 1: hanging" in err
     assert "TrainingHang on algo-1: no training step or phase" in err and "on_hang=exit" in err  # the job's log
     results, _ = evaluate(local, ("TrainingHang", {"minutes": "0.05"}))
@@ -124,8 +171,8 @@ def test_a_rank_hung_in_a_collective_fails_fast_and_is_named(bundle: Path, tmp_p
     assert "stopped first: rank 1 (algo-1)" in hang.rules[0].reason
 
 
-def test_a_rank_with_slow_data_is_the_straggler(bundle: Path, tmp_path: Path, lead_s: float):
-    code, err, local = run_job(bundle, tmp_path, "slow-data", lead_s)
+def test_a_rank_with_slow_data_is_the_straggler(jobs):
+    code, err, local = job(jobs, "slow-data")
     assert code == 0, err[-3000:]
     results, _ = evaluate(local, ("Straggler", {}), ("DataWait", {}), ("TrainingHang", {"minutes": "0.1"}))
     straggler, wait = results["Straggler"].rules[0], results["DataWait"].rules[0]
@@ -138,16 +185,8 @@ def test_a_rank_with_slow_data_is_the_straggler(bundle: Path, tmp_path: Path, le
     assert results["TrainingHang"].status == STATUS_NO_ISSUES
 
 
-def test_sick_gpus_and_the_hang_signature(bundle: Path, tmp_path: Path, lead_s: float):
-    from health_fakes import compile_health_nvml
-
-    library = compile_health_nvml(tmp_path / "nvml")
-    if library is None:
-        pytest.skip("no C compiler to build the fake NVML library")
-    fake = {"CDK_SAGEMAKER_SAMPLER_NVML_LIBRARY": str(library), "FAKE_NVML_UTIL": "100", "FAKE_NVML_POWER_W": "90",
-            "FAKE_NVML_LIMIT_W": "700", "FAKE_NVML_THROTTLE": "0x40", "FAKE_NVML_THROTTLE_GPU": "1",
-            "FAKE_NVML_XID": "79", "FAKE_NVML_XID_GPU": "1"}
-    code, err, local = run_job(bundle, tmp_path, "hang", lead_s, **fake, **contract.hang_environment("exit", 0.1))
+def test_sick_gpus_and_the_hang_signature(jobs):
+    code, err, local = job(jobs, "sick-gpus")
     assert code != 0
     results, _ = evaluate(local, ("GPUHealth", {}), ("TrainingHang", {"minutes": "0.05"}))
     health = results["GPUHealth"].rules[0]

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import signal
 import socket
 import subprocess
 import sys
@@ -44,7 +46,10 @@ def tracking_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server = subprocess.Popen(
         [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
          "--backend-store-uri", f"sqlite:///{root / 'mlflow.db'}", "--default-artifact-root", str(root / "artifacts")],
-        stdout=log, stderr=subprocess.STDOUT, cwd=root)
+        stdout=log, stderr=subprocess.STDOUT, cwd=root,
+        # Tracking only: no job runner (its worker processes are for GenAI jobs, which no test here starts).
+        env={**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"},
+        start_new_session=True)  # its own process group: `mlflow server` runs uvicorn as a child of its own
     uri = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 120
@@ -61,12 +66,16 @@ def tracking_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
             time.sleep(0.5)
         yield uri
     finally:
-        server.terminate()
+        os.killpg(server.pid, signal.SIGTERM)  # the server and its uvicorn child (terminate() alone leaves uvicorn)
         try:
             server.wait(timeout=20)
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+        try:
+            os.killpg(server.pid, signal.SIGKILL)  # whatever of the group is still there
+        except ProcessLookupError:
+            pass
         log.close()
 
 
