@@ -9,11 +9,12 @@ rule ids listed here; AwsSolutions findings are acknowledged where each resource
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import aws_cdk as cdk
 import jsii
-from constructs import Construct, IConstruct
+from constructs import Construct, IConstruct, Node
 
 from .nag import acknowledge
 
@@ -102,7 +103,12 @@ _BY_CONSTRUCT = _by_construct()
 @jsii.implements(cdk.IAspect)
 class _AcknowledgeCompliance:
     """Acknowledges, once, when the app is synthesized, the listed findings of the resources below one construct that
-    exist by then (a role's default policy may be created after the construct, by a grant of another one)."""
+    exist by then (a role's default policy may be created after the construct, by a grant of another one).
+
+    It is applied to the construct's first CloudFormation resource, not to the construct: an aspect is called back (a
+    jsii round trip) for every construct below the one it is applied to, and its work is done on the first call. The
+    tree walk reaches that resource before any other resource of the construct, and the aspect runs there before any
+    aspect of default priority, so every resource is acknowledged before such an aspect visits it."""
 
     def __init__(self, root: Construct, paths: dict[str, dict[str, str]]) -> None:
         self._root = root
@@ -110,17 +116,32 @@ class _AcknowledgeCompliance:
 
     def visit(self, node: IConstruct) -> None:
         paths, self._paths = self._paths, None
+        root = self._root.node
         for path, findings in (paths or {}).items():
-            resource = _find(self._root, path)
+            resource = _find(root, path)
             if resource is not None:
                 acknowledge(resource, findings)
 
 
-def _find(root: IConstruct, path: str) -> IConstruct | None:
-    node: IConstruct | None = root
-    for part in path.split("/"):
+def _find(root: Node, path: str) -> IConstruct | None:
+    first, *rest = path.split("/")
+    node = root.try_find_child(first)
+    for part in rest:
         node = node.node.try_find_child(part) if node is not None else None
     return node
+
+
+def _anchor(construct: IConstruct) -> IConstruct:
+    """The first CloudFormation resource below ``construct`` in the order aspects visit the tree (``construct`` if
+    there is none): the construct tree in one request, each resource recognized in Python. No resource below
+    ``construct`` is visited before it, and (a CloudFormation resource) it has no children to visit."""
+    return next((node for node in construct.node.find_all() if isinstance(node, cdk.CfnResource)), construct)
+
+
+@functools.cache
+def _mutating() -> int:
+    """``AspectPriority.MUTATING``, read from jsii once."""
+    return cdk.AspectPriority.MUTATING
 
 
 def acknowledge_compliance(construct: Construct, kind: str) -> None:
@@ -128,4 +149,5 @@ def acknowledge_compliance(construct: Construct, kind: str) -> None:
     :data:`ACKNOWLEDGED`, that resource's findings of the two packs, when the app is synthesized."""
     paths = _BY_CONSTRUCT.get(kind)
     if paths:
-        cdk.Aspects.of(construct).add(_AcknowledgeCompliance(construct, paths))
+        cdk.Aspects.of(_anchor(construct)).add(_AcknowledgeCompliance(construct, paths),
+                                                priority=_mutating())

@@ -16,12 +16,14 @@ def finding_target(scope: IConstruct) -> cdk.CfnResource:
     Acknowledgements go there and nowhere else: cdk-nag matches an acknowledgement to every finding of the resources
     *below* the construct it sits on, so one on a role or a whole job would also hide what a user adds later (a
     ``Resource::*`` statement in the role's DefaultPolicy, say)."""
+    if isinstance(scope, cdk.CfnResource):
+        return scope
+    child = scope.node.default_child  # an L2 construct (asked first: the JavaScript check is a round trip)
+    if child is not None and _is_cfn_resource(child):
+        return child  # type: ignore[return-value]
     if _is_cfn_resource(scope):
         return scope  # type: ignore[return-value]
-    child = scope.node.default_child
-    if child is None or not _is_cfn_resource(child):
-        raise TypeError(f"{scope.node.path} is not backed by one CloudFormation resource; acknowledge on that resource")
-    return child  # type: ignore[return-value]
+    raise TypeError(f"{scope.node.path} is not backed by one CloudFormation resource; acknowledge on that resource")
 
 
 def _is_cfn_resource(scope: object) -> bool:
