@@ -10,6 +10,7 @@ rule ids listed here; AwsSolutions findings are acknowledged where each resource
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import aws_cdk as cdk
@@ -110,14 +111,20 @@ class _AcknowledgeCompliance:
     tree walk reaches that resource before any other resource of the construct, and the aspect runs there before any
     aspect of default priority, so every resource is acknowledged before such an aspect visits it."""
 
-    def __init__(self, root: Construct, paths: dict[str, dict[str, str]]) -> None:
+    def __init__(self, root: Construct, paths: dict[str, dict[str, str]], known: Mapping[str, cdk.CfnResource]) -> None:
         self._root = root
         self._paths: dict[str, dict[str, str]] | None = paths
+        self._known = known
 
     def visit(self, node: IConstruct) -> None:
         paths, self._paths = self._paths, None
-        root = self._root.node
+        root: Node | None = None
         for path, findings in (paths or {}).items():
+            known = self._known.get(path)
+            if known is not None:
+                acknowledge(known, findings, resource=known)
+                continue
+            root = root or self._root.node
             resource = _find(root, path)
             if resource is not None:
                 acknowledge(resource, findings)
@@ -144,10 +151,14 @@ def _mutating() -> int:
     return cdk.AspectPriority.MUTATING
 
 
-def acknowledge_compliance(construct: Construct, kind: str) -> None:
+def acknowledge_compliance(construct: Construct, kind: str, *, known: Mapping[str, cdk.CfnResource] | None = None
+                           ) -> None:
     """Acknowledge, on each resource of ``construct`` (a library construct of class ``kind``) listed in
-    :data:`ACKNOWLEDGED`, that resource's findings of the two packs, when the app is synthesized."""
+    :data:`ACKNOWLEDGED`, that resource's findings of the two packs, when the app is synthesized.
+
+    ``known`` (default: none) maps paths below ``construct`` to the CloudFormation resources the caller built there
+    (read when the app is synthesized, so later entries count): those are not looked up in the construct tree."""
     paths = _BY_CONSTRUCT.get(kind)
     if paths:
-        cdk.Aspects.of(_anchor(construct)).add(_AcknowledgeCompliance(construct, paths),
+        cdk.Aspects.of(_anchor(construct)).add(_AcknowledgeCompliance(construct, paths, known or {}),
                                                 priority=_mutating())

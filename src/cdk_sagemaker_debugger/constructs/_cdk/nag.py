@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import aws_cdk as cdk
 from constructs import IConstruct
 
@@ -116,6 +118,11 @@ class Findings:
     def register(self, target: str, resource: cdk.CfnResource) -> None:
         """The CloudFormation resource at path ``target`` (the caller built it, so it need not be looked up)."""
         self._resources[target] = resource
+
+    @property
+    def resources(self) -> Mapping[str, cdk.CfnResource]:
+        """The registered resources by path below the scope (a live view: later registrations show)."""
+        return self._resources
 
     def add(self, target: str, findings: dict[str, str]) -> None:
         """Record ``findings`` (``Resource::...``, ``Action::...`` or finding ids, to reasons) of the resource at path
