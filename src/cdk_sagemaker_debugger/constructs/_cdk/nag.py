@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping
 
 import aws_cdk as cdk
@@ -20,12 +21,21 @@ def finding_target(scope: IConstruct) -> cdk.CfnResource:
     ``Resource::*`` statement in the role's DefaultPolicy, say)."""
     if isinstance(scope, cdk.CfnResource):
         return scope
+    known = _TARGETS.get(scope)
+    if known is not None:
+        return known
     child = scope.node.default_child  # an L2 construct (asked first: the JavaScript check is a round trip)
     if child is not None and _is_cfn_resource(child):
+        _TARGETS[scope] = child  # type: ignore[assignment]
         return child  # type: ignore[return-value]
     if _is_cfn_resource(scope):
         return scope  # type: ignore[return-value]
     raise TypeError(f"{scope.node.path} is not backed by one CloudFormation resource; acknowledge on that resource")
+
+
+#: The resource behind each construct acknowledged on, found once (a construct's findings and its compliance findings
+#: are acknowledged at different times).
+_TARGETS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _is_cfn_resource(scope: object) -> bool:
@@ -37,9 +47,21 @@ def acknowledge(scope: IConstruct, findings: dict[str, str], *, resource: cdk.Cf
     """Acknowledge cdk-nag / validation findings on the one resource behind ``scope`` (``resource`` when the caller
     holds it already), each with its specific reason: one call for all of them."""
     if findings:
-        cdk.Validations.of(resource if resource is not None else finding_target(scope)).acknowledge(
+        _validations(resource if resource is not None else finding_target(scope)).acknowledge(
             *(cdk.Acknowledgment(id=finding_id, reason=reason) for finding_id, reason in findings.items())
         )
+
+
+#: ``Validations.of`` each resource acknowledged on, asked once (a resource is acknowledged on when it is made and again
+#: for the compliance packs).
+_VALIDATIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _validations(resource: cdk.CfnResource) -> cdk.Validations:
+    validations = _VALIDATIONS.get(resource)
+    if validations is None:
+        validations = _VALIDATIONS[resource] = cdk.Validations.of(resource)
+    return validations
 
 
 def _flatten(value: object) -> str:
