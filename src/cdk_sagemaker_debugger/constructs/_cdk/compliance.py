@@ -9,11 +9,13 @@ rule ids listed here; AwsSolutions findings are acknowledged where each resource
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import aws_cdk as cdk
 import jsii
-from constructs import Construct, IConstruct
+from constructs import Construct, IConstruct, Node
 
 from .nag import acknowledge
 
@@ -103,30 +105,61 @@ _BY_CONSTRUCT = _by_construct()
 @jsii.implements(cdk.IAspect)
 class _AcknowledgeCompliance:
     """Acknowledges, once, when the app is synthesized, the listed findings of the resources below one construct that
-    exist by then (a role's default policy may be created after the construct, by a grant of another one)."""
+    exist by then (a role's default policy may be created after the construct, by a grant of another one).
 
-    def __init__(self, root: Construct, paths: dict[str, dict[str, str]]) -> None:
+    It is applied to the construct's first CloudFormation resource, not to the construct: an aspect is called back (a
+    jsii round trip) for every construct below the one it is applied to, and its work is done on the first call. The
+    tree walk reaches that resource before any other resource of the construct, and the aspect runs there before any
+    aspect of default priority, so every resource is acknowledged before such an aspect visits it."""
+
+    def __init__(self, root: Construct, paths: dict[str, dict[str, str]], known: Mapping[str, cdk.CfnResource]) -> None:
         self._root = root
         self._paths: dict[str, dict[str, str]] | None = paths
+        self._known = known
 
     def visit(self, node: IConstruct) -> None:
         paths, self._paths = self._paths, None
+        root: Node | None = None
         for path, findings in (paths or {}).items():
-            resource = _find(self._root, path)
+            known = self._known.get(path)
+            if known is not None:
+                acknowledge(known, findings, resource=known)
+                continue
+            root = root or self._root.node
+            resource = _find(root, path)
             if resource is not None:
                 acknowledge(resource, findings)
 
 
-def _find(root: IConstruct, path: str) -> IConstruct | None:
-    node: IConstruct | None = root
-    for part in path.split("/"):
+def _find(root: Node, path: str) -> IConstruct | None:
+    first, *rest = path.split("/")
+    node = root.try_find_child(first)
+    for part in rest:
         node = node.node.try_find_child(part) if node is not None else None
     return node
 
 
-def acknowledge_compliance(construct: Construct, kind: str) -> None:
+def _anchor(construct: IConstruct) -> IConstruct:
+    """The first CloudFormation resource below ``construct`` in the order aspects visit the tree (``construct`` if
+    there is none): the construct tree in one request, each resource recognized in Python. No resource below
+    ``construct`` is visited before it, and (a CloudFormation resource) it has no children to visit."""
+    return next((node for node in construct.node.find_all() if isinstance(node, cdk.CfnResource)), construct)
+
+
+@functools.cache
+def _mutating() -> int:
+    """``AspectPriority.MUTATING``, read from jsii once."""
+    return cdk.AspectPriority.MUTATING
+
+
+def acknowledge_compliance(construct: Construct, kind: str, *, known: Mapping[str, cdk.CfnResource] | None = None
+                           ) -> None:
     """Acknowledge, on each resource of ``construct`` (a library construct of class ``kind``) listed in
-    :data:`ACKNOWLEDGED`, that resource's findings of the two packs, when the app is synthesized."""
+    :data:`ACKNOWLEDGED`, that resource's findings of the two packs, when the app is synthesized.
+
+    ``known`` (default: none) maps paths below ``construct`` to the CloudFormation resources the caller built there
+    (read when the app is synthesized, so later entries count): those are not looked up in the construct tree."""
     paths = _BY_CONSTRUCT.get(kind)
     if paths:
-        cdk.Aspects.of(construct).add(_AcknowledgeCompliance(construct, paths))
+        cdk.Aspects.of(_anchor(construct)).add(_AcknowledgeCompliance(construct, paths, known or {}),
+                                                priority=_mutating())

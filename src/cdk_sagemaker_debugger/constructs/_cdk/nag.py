@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Mapping
+
 import aws_cdk as cdk
 from constructs import IConstruct
 
@@ -16,12 +19,23 @@ def finding_target(scope: IConstruct) -> cdk.CfnResource:
     Acknowledgements go there and nowhere else: cdk-nag matches an acknowledgement to every finding of the resources
     *below* the construct it sits on, so one on a role or a whole job would also hide what a user adds later (a
     ``Resource::*`` statement in the role's DefaultPolicy, say)."""
+    if isinstance(scope, cdk.CfnResource):
+        return scope
+    known = _TARGETS.get(scope)
+    if known is not None:
+        return known
+    child = scope.node.default_child  # an L2 construct (asked first: the JavaScript check is a round trip)
+    if child is not None and _is_cfn_resource(child):
+        _TARGETS[scope] = child  # type: ignore[assignment]
+        return child  # type: ignore[return-value]
     if _is_cfn_resource(scope):
         return scope  # type: ignore[return-value]
-    child = scope.node.default_child
-    if child is None or not _is_cfn_resource(child):
-        raise TypeError(f"{scope.node.path} is not backed by one CloudFormation resource; acknowledge on that resource")
-    return child  # type: ignore[return-value]
+    raise TypeError(f"{scope.node.path} is not backed by one CloudFormation resource; acknowledge on that resource")
+
+
+#: The resource behind each construct acknowledged on, found once (a construct's findings and its compliance findings
+#: are acknowledged at different times).
+_TARGETS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def _is_cfn_resource(scope: object) -> bool:
@@ -33,9 +47,21 @@ def acknowledge(scope: IConstruct, findings: dict[str, str], *, resource: cdk.Cf
     """Acknowledge cdk-nag / validation findings on the one resource behind ``scope`` (``resource`` when the caller
     holds it already), each with its specific reason: one call for all of them."""
     if findings:
-        cdk.Validations.of(resource if resource is not None else finding_target(scope)).acknowledge(
+        _validations(resource if resource is not None else finding_target(scope)).acknowledge(
             *(cdk.Acknowledgment(id=finding_id, reason=reason) for finding_id, reason in findings.items())
         )
+
+
+#: ``Validations.of`` each resource acknowledged on, asked once (a resource is acknowledged on when it is made and again
+#: for the compliance packs).
+_VALIDATIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _validations(resource: cdk.CfnResource) -> cdk.Validations:
+    validations = _VALIDATIONS.get(resource)
+    if validations is None:
+        validations = _VALIDATIONS[resource] = cdk.Validations.of(resource)
+    return validations
 
 
 def _flatten(value: object) -> str:
@@ -114,6 +140,11 @@ class Findings:
     def register(self, target: str, resource: cdk.CfnResource) -> None:
         """The CloudFormation resource at path ``target`` (the caller built it, so it need not be looked up)."""
         self._resources[target] = resource
+
+    @property
+    def resources(self) -> Mapping[str, cdk.CfnResource]:
+        """The registered resources by path below the scope (a live view: later registrations show)."""
+        return self._resources
 
     def add(self, target: str, findings: dict[str, str]) -> None:
         """Record ``findings`` (``Resource::...``, ``Action::...`` or finding ids, to reasons) of the resource at path

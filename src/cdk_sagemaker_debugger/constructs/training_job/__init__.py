@@ -365,7 +365,7 @@ class ProfiledTrainingJob(Construct):
         if "training_jobs" in self.__dict__:  # the family was taken before the evaluator existed
             self.training_jobs.origin.evaluator = self.evaluator  # type: ignore[union-attr]
         self._findings.flush()
-        acknowledge_compliance(self, "ProfiledTrainingJob")
+        acknowledge_compliance(self, "ProfiledTrainingJob", known=self._findings.resources)
         self.deploy_trigger = start_on_deploy(self) if run_on_deploy else None
 
     # -- construction steps, in the order __init__ runs them ---------------------------------------------------------
