@@ -13,7 +13,6 @@ from typing import Any, ClassVar
 
 from .codec import decode, encode, stateful
 from .numerics import (
-    CountedValues,
     box_plot,
     histogram,
     jensen_shannon_distance,
@@ -23,6 +22,7 @@ from .numerics import (
     quantile_sorted,
 )
 from .readers import TraceEvent
+from .stats import ExactHistogram
 from .window import USAGE_METRICS, WindowContext
 
 MAX_DATAPOINTS = 1_000_000
@@ -176,7 +176,7 @@ class _Recent:
     STATE_TAG = "recent"
 
     def __init__(self, keep: int):
-        self.history = CountedValues()
+        self.history = ExactHistogram()
         self.recent: deque[float] = deque(maxlen=max(int(keep), 1))
 
     def extend(self, values: list[float]) -> None:
@@ -930,7 +930,7 @@ class OverallSystemUsage(ProfilerRule):
 
     def __init__(self, **params: Any):
         super().__init__(**params)
-        self.values: dict[str, dict[str, CountedValues]] = {m: {} for m in USAGE_METRICS}
+        self.values: dict[str, dict[str, ExactHistogram]] = {m: {} for m in USAGE_METRICS}
         self.carry: dict[str, dict[str, list[float]]] = {m: {} for m in USAGE_METRICS}
         self.cpu_names: set[str] = set()
         self.gpu_names: set[str] = set()
@@ -950,15 +950,12 @@ class OverallSystemUsage(ProfilerRule):
                     continue
                 counted = store.get(node)
                 if counted is None:
-                    counted = store[node] = CountedValues()
+                    counted = store[node] = ExactHistogram()
                 pending = carry.pop(node, None)
                 for ts, total in sums.items():
                     if pending is not None and ts == pending[0]:
                         # a record exactly on a window boundary is read by both windows and summed under one key
-                        counted.counts[pending[1]] -= 1
-                        if not counted.counts[pending[1]]:
-                            del counted.counts[pending[1]]
-                        counted.n -= 1
+                        counted.remove(pending[1])
                         total += pending[1]
                         pending = None
                     counted.add(total)
