@@ -23,7 +23,7 @@ from .numerics import (
 )
 from .readers import TraceEvent
 from .stats import ExactHistogram
-from .window import USAGE_METRICS, WindowContext
+from .window import CPU_COLUMN, GPU_COLUMN, IO_COLUMN, USAGE_METRICS, WindowContext
 
 MAX_DATAPOINTS = 1_000_000
 STEP_MARKER = "Step:ModeKeys"
@@ -133,6 +133,11 @@ class ProfilerRule:
 
     def evaluate(self, ctx: WindowContext) -> bool:
         raise NotImplementedError
+
+    def window_tests(self) -> list[tuple[int, str, Any]]:
+        """(column, operator, limit): the counts of a window run's values this rule reads with ``SystemWindow.count``
+        (the window keeps counts, not the values; window.py)."""
+        return []
 
     def settle(self) -> None:
         """Bring report details that are costly per window, and only ever read with the results, up to date."""
@@ -599,11 +604,16 @@ class _BottleneckRule(ProfilerRule):
         self.breakdown = FrameworkBreakdown()
         self.breakdown_used = False
 
+    def window_tests(self) -> list[tuple[int, str, Any]]:
+        return [(GPU_COLUMN, "<", self.params["gpu_threshold"]),
+                (self.HIGH_COLUMN, ">", self.params[self.HIGH_PARAMETER])]
+
     def evaluate(self, ctx: WindowContext) -> bool:
         gpu_limit = self.params["gpu_threshold"]
         high_limit = self.params[self.HIGH_PARAMETER]
         column = self.HIGH_COLUMN
         gap = self.SNAPSHOT_GAP_S
+        count = ctx.system.count
         gpu_low: dict[float, int] = {}
         high: dict[float, int] = {}
         snapshot = self.timestamp
@@ -613,19 +623,15 @@ class _BottleneckRule(ProfilerRule):
             if abs(snapshot - ts) > gap:
                 snapshot = ts
                 datapoints += 1
-            gpus = run[1]
-            if gpus:
-                low = sum(1 for v in gpus if v < gpu_limit)
-                if low:
-                    if snapshot not in gpu_low:
-                        gpu_low[snapshot] = 0
-                        self.low_gpu += 1
-                    gpu_low[snapshot] += low
-            values = run[column]
-            if values:
-                busy = sum(1 for v in values if v > high_limit)
-                if busy:
-                    high[snapshot] = high.get(snapshot, 0) + busy
+            low = count(run, GPU_COLUMN, "<", gpu_limit)
+            if low:
+                if snapshot not in gpu_low:
+                    gpu_low[snapshot] = 0
+                    self.low_gpu += 1
+                gpu_low[snapshot] += low
+            busy = count(run, column, ">", high_limit)
+            if busy:
+                high[snapshot] = high.get(snapshot, 0) + busy
         self.timestamp = snapshot
         self.datapoints = datapoints
         this_window = []
@@ -666,7 +672,7 @@ class _BottleneckRule(ProfilerRule):
 class CPUBottleneck(_BottleneckRule):
     name = "CPUBottleneck"
     PARAMETERS = (("threshold", 50), ("cpu_threshold", 90), ("gpu_threshold", 10), ("patience", 1000))
-    HIGH_COLUMN = 2
+    HIGH_COLUMN = CPU_COLUMN
     HIGH_PARAMETER = "cpu_threshold"
     summary = "GPUs idle while CPU cores are saturated in more than `threshold` percent of the samples"
 
@@ -674,7 +680,7 @@ class CPUBottleneck(_BottleneckRule):
 class IOBottleneck(_BottleneckRule):
     name = "IOBottleneck"
     PARAMETERS = (("threshold", 50), ("io_threshold", 50), ("gpu_threshold", 10), ("patience", 1000))
-    HIGH_COLUMN = 3
+    HIGH_COLUMN = IO_COLUMN
     HIGH_PARAMETER = "io_threshold"
     summary = "GPUs idle while cores wait on I/O in more than `threshold` percent of the samples"
 
