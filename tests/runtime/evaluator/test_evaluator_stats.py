@@ -75,7 +75,7 @@ def test_a_histogram_grows_with_distinct_values_not_with_samples():
     h = ExactHistogram()
     for _ in range(1000):
         h.extend([float(v) for v in range(101)])  # integer percentages: 101 distinct values
-    assert h.n == 101_000 and len(h.to_state()["v"]) == 101
+    assert h.n == 101_000 and len(h.to_state()["c"]) == 101
 
 
 def test_the_older_pair_layout_of_a_saved_histogram_is_read():
@@ -160,3 +160,26 @@ def test_a_threshold_that_was_not_kept_is_refused_by_name():
 def test_merge_refuses_two_kinds_of_statistic():
     with pytest.raises(TypeError, match="Moments into a ExactHistogram"):
         merge(ExactHistogram(), Moments())
+
+
+def test_a_saved_histogram_with_repeated_or_zero_counted_values_is_read_as_their_sum():
+    h = ExactHistogram.from_state({"v": [1.0, 1.0, 2.0, 3.0], "c": [2, 1, 0, 4]})
+    assert h.counts == {1.0: 3, 3.0: 4} and h.n == 7 and h.min() == 1.0
+    with pytest.raises(ValueError, match="3 values and 2 counts"):
+        ExactHistogram.from_state({"v": [1.0, 2.0, 3.0], "c": [1, 1]})
+
+
+def test_a_large_histogram_is_saved_packed_and_read_back_exactly():
+    values = [i / 10 + 1e-13 * (i % 7) for i in range(5000)] + [-0.0, 1e300, 5e-324]
+    h = ExactHistogram()
+    h.extend(values)
+    state = json.loads(json.dumps(h.to_state()))
+    assert "b" in state and "v" not in state
+    back = ExactHistogram.from_state(state)
+    assert back.counts == h.counts and sorted(back.counts) == sorted(set(values))
+    assert [back.quantile(q) for q in QS] == [h.quantile(q) for q in QS]
+
+
+def test_packed_values_that_are_not_whole_doubles_are_refused():
+    with pytest.raises(ValueError, match="not a whole number of doubles"):
+        ExactHistogram.from_state({"b": "AAAA", "c": [1]})

@@ -30,8 +30,11 @@ the state codec writes without walking it value by value.
 
 from __future__ import annotations
 
+import base64
 import bisect
 import math
+import sys
+from array import array
 from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
@@ -178,17 +181,33 @@ class ExactHistogram:
     def __repr__(self) -> str:
         return f"ExactHistogram(n={self.n}, distinct={len(self.counts)})"
 
-    # ---- persistence: {"v": [values...], "c": [counts...]}, sorted by value (the older [[value, count], ...] is read)
-    def to_state(self) -> dict[str, list[Any]]:
+    # ---- persistence: {"v": [values...], "c": [counts...]}, sorted by value; from PACK_ABOVE distinct values on, the
+    # values as base64 of little-endian IEEE doubles under "b" (exact, and encoded and decoded at C speed rather than
+    # one float repr at a time). The older [[value, count], ...] layout is read too.
+    PACK_ABOVE = 64
+
+    def to_state(self) -> dict[str, Any]:
         keys = self._sorted_keys()
         counts = self.counts
-        return {"v": list(keys), "c": [counts[k] for k in keys]}
+        if len(keys) <= self.PACK_ABOVE:
+            return {"v": list(keys), "c": [counts[k] for k in keys]}
+        packed = array("d", keys)
+        if sys.byteorder != "little":
+            packed.byteswap()
+        return {"b": base64.b64encode(packed.tobytes()).decode("ascii"), "c": [counts[k] for k in keys]}
 
     @classmethod
     def from_state(cls, state: dict[str, list[Any]] | list[list[Any]]) -> ExactHistogram:
         h = cls()
         if isinstance(state, dict):
-            pairs: Iterable[tuple[Any, Any]] = zip(state["v"], state["c"], strict=True)
+            values, counts = (state["v"] if "v" in state else _unpack(state["b"])), state["c"]
+            if len(values) != len(counts):
+                raise ValueError(f"a histogram state has {len(values)} values and {len(counts)} counts")
+            fast = dict(zip(map(float, values), map(int, counts), strict=True))
+            if len(fast) == len(values) and (not fast or min(fast.values()) > 0):  # as written: distinct, counted
+                h.counts, h.n = fast, sum(fast.values())
+                return h
+            pairs: Iterable[tuple[Any, Any]] = zip(values, counts, strict=True)
         else:  # the older layout: one [value, count] pair per distinct value
             pairs = ((p[0], p[1]) for p in state)
         counts = h.counts
@@ -198,6 +217,17 @@ class ExactHistogram:
                 counts[value] = counts.get(value, 0) + int(count)
                 h.n += int(count)
         return h
+
+
+def _unpack(text: str) -> list[float]:
+    raw = base64.b64decode(text.encode("ascii"), validate=True)
+    if len(raw) % 8:
+        raise ValueError(f"packed histogram values are {len(raw)} bytes, not a whole number of doubles")
+    packed = array("d")
+    packed.frombytes(raw)
+    if sys.byteorder != "little":
+        packed.byteswap()
+    return packed.tolist()
 
 
 class Moments:
