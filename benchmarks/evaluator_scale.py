@@ -301,8 +301,11 @@ class FastForward:
 
 def client(endpoint: str) -> Any:
     import boto3
+    from botocore.config import Config
 
-    return boto3.client("s3", region_name=REGION, endpoint_url=endpoint)
+    # a local moto server under load answers an occasional 500: retried, as the SDK retries S3's own
+    return boto3.client("s3", region_name=REGION, endpoint_url=endpoint,
+                        config=Config(retries={"max_attempts": 10, "mode": "standard"}))
 
 
 def in_child(work: Any) -> None:
@@ -421,7 +424,6 @@ def main(argv: list[str] | None = None) -> int:
     from cdk_sagemaker_debugger.runtime.evaluator import lambda_handler  # noqa: F401
 
     os.environ.update(AWS_ACCESS_KEY_ID="bench", AWS_SECRET_ACCESS_KEY="bench", AWS_DEFAULT_REGION=REGION)
-    import boto3
 
     # moto in a process of its own: the invocations fork from this process, whose memory must stay small for their
     # peak RSS to be their own
@@ -430,7 +432,7 @@ def main(argv: list[str] | None = None) -> int:
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     endpoint = f"http://127.0.0.1:{port}"
     try:
-        s3 = boto3.client("s3", region_name=REGION, endpoint_url=endpoint)
+        s3 = client(endpoint)
         for _ in range(100):
             try:
                 s3.create_bucket(Bucket=BUCKET)
