@@ -111,3 +111,13 @@ def test_the_evaluator_keeps_the_counts_its_configured_rules_read():
                     RuleConfig("busy", "CPUBottleneck", {"cpu_threshold": "80", "gpu_threshold": "5"})])
     assert ev.window_tests == {GPU_COLUMN: (("<", 10), ("<", 5)), CPU_COLUMN: ((">", 90), (">", 80)),
                                IO_COLUMN: ((">", 50),)}
+
+
+def test_two_rules_testing_equal_limits_of_two_types_each_read_their_count():
+    ev = Evaluator([RuleConfig("a", "CPUBottleneck", {"cpu_threshold": 90}),
+                    RuleConfig("b", "CPUBottleneck", {"cpu_threshold": 90.0})])
+    w = SystemWindow(0, int(START * 1e6), int((START + 60) * 1e6), ev.window_tests)
+    w.add(records(cores=4, seconds=1, nodes=1))
+    w.finalize()
+    assert [w.count(run, CPU_COLUMN, ">", 90) for run in w.runs] == [w.count(run, CPU_COLUMN, ">", 90.0)
+                                                                     for run in w.runs]

@@ -42,8 +42,10 @@ def window_tests(tests: list[tuple[int, str, Any]]) -> WindowTests:
     for column, op, limit in tests:
         if op not in (">", "<") or column not in (1, 2, 3, 4):
             raise ValueError(f"a window test is (column 1-4, '>' or '<', limit), not {(column, op, limit)!r}")
-        if numeric_limit(limit) and (op, limit) not in grouped.setdefault(column, []):
-            grouped[column].append((op, limit))
+        found = grouped.setdefault(column, [])
+        # told apart as the window looks them up (90 and 90.0 are two tests: each rule reads its own)
+        if numeric_limit(limit) and _test_key(op, limit) not in {_test_key(*t) for t in found}:
+            found.append((op, limit))
     return {column: tuple(found) for column, found in sorted(grouped.items())}
 
 
