@@ -12,6 +12,7 @@ from collections import deque
 from typing import Any, ClassVar
 
 from .codec import decode, encode, stateful
+from .columns import count_above
 from .numerics import (
     CountedValues,
     box_plot,
@@ -623,7 +624,7 @@ class _BottleneckRule(ProfilerRule):
                     gpu_low[snapshot] += low
             values = run[column]
             if values:
-                busy = sum(1 for v in values if v > high_limit)
+                busy = count_above(values, high_limit)
                 if busy:
                     high[snapshot] = high.get(snapshot, 0) + busy
         self.timestamp = snapshot

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from .columns import column_from_state, column_state
 from .readers import TraceEvent
 
 # OverallSystemUsage's metric groups, in the order of its report.
@@ -53,7 +54,8 @@ class SystemWindow:
         # metric -> node -> {timestamp: sum of values}, insertion ordered like the reference's dicts
         self.sums: dict[str, dict[str, dict[float, float]]] = {m: {} for m in USAGE_METRICS}
         # consecutive records of one node and timestamp:
-        # [timestamp, gpu utilisation values, cpu values, io-wait values, gpu memory values, node]
+        # [timestamp, gpu utilisation values, cpu values, io-wait values, gpu memory values, node]; the cpu and io-wait
+        # values of a node shard's partial window come reduced (columns.Column)
         self.runs: list[list[Any]] = []
         self.min_ts: float | None = None
         self.max_ts: float | None = None
@@ -156,7 +158,7 @@ class SystemWindow:
             "cpu_names": sorted(n for n in self.cpu_names if n is not None),
             "gpu_names": sorted(n for n in self.gpu_names if n is not None),
             "sums": {m: {node: list(d.items()) for node, d in self.sums[m].items()} for m in ("Network", "CPU memory")},
-            "runs": self.runs,
+            "runs": [[r[0], r[1], column_state(r[2]), column_state(r[3]), r[4], r[5]] for r in self.runs],
             "min_ts": self.min_ts,
             "max_ts": self.max_ts,
             "records": self.records,
@@ -174,7 +176,8 @@ class SystemWindow:
         w.gpu_names = set(state["gpu_names"])
         for m, nodes in state["sums"].items():
             w.sums[m] = {node: {float(t): v for t, v in pairs} for node, pairs in nodes.items()}
-        w.runs = [[run[0], list(run[1]), list(run[2]), list(run[3]), list(run[4]), run[5]] for run in state["runs"]]
+        w.runs = [[run[0], list(run[1]), column_from_state(run[2]), column_from_state(run[3]), list(run[4]), run[5]]
+                  for run in state["runs"]]
         w.min_ts = state["min_ts"]
         w.max_ts = state["max_ts"]
         w.records = state["records"]
