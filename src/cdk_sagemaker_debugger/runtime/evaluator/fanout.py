@@ -9,9 +9,10 @@ three 192-core nodes sampled every 100 ms for a minute; ``0`` never fans out) of
    files (a job that fell behind catches up over continuations, every run within its memory);
 2. writes the plan next to the job's state (``<state key>.shards/plan.json``) and sends one shard message per shard
    but its own to the job queue, each in a message group of its own so that they run in parallel;
-3. works on the shards itself like any shard invocation: each invocation (the job's run included) takes a shard by
-   creating its claim object (``<n>.claim``, an S3 conditional write naming the run), reads the shard's files into
-   per-file digests and writes them (``<n>.json.gz``), and takes the next unclaimed shard until none is left;
+3. reads shard 0 itself, then every shard no shard invocation took yet, last first (the queue starts the last
+   messages last); a shard invocation takes its message's shard by creating its claim object (``<n>.claim``, an S3
+   conditional write naming the run), reads the shard's files into per-file digests and writes them
+   (``<n>.json.gz``);
 4. merges the digests at each file's turn while evaluating the job as usual: a shard claimed by an invocation that
    did not deliver by the claim's expiry is read by the job's run itself, so the run never depends on the queue's
    concurrency (with none to spare it reads every shard itself, as without fan-out).
@@ -130,8 +131,9 @@ class FanOut:
         return shards.apply(evaluator, file, self.digests.pop(file.key))
 
     def work(self) -> None:
-        """Read every shard nobody claimed yet, keeping its digests here."""
-        for n in range(len(self.plan.shards)):
+        """Read shard 0, then every shard nobody claimed yet, last first, keeping their digests here."""
+        count = len(self.plan.shards)
+        for n in [0, *range(count - 1, 0, -1)]:
             if claim(self.s3, self.plan, n, self.clock() + CLAIM_S):
                 self._read(n)
 
@@ -194,20 +196,24 @@ def starter(store: S3Store, **where: Any) -> Starter:
 
 
 def send_shard_messages(sqs: Any, queue_url: str, job: str, plan: Plan, count: int) -> None:
-    """``count`` messages, each in a message group of its own (they run in parallel with the job's group)."""
-    body = json.dumps({"Shard": {"bucket": plan.bucket, "plan": plan.key(PLAN_NAME), "run": plan.run}})
-    for offset in range(0, count, 10):
-        entries = [{"Id": str(n), "MessageBody": body, "MessageGroupId": f"{job}.shard-{n}",
-                    "MessageDeduplicationId": f"{plan.run}-{n}"} for n in range(offset, min(offset + 10, count))]
+    """One message for each of shards 1 to ``count``, each in a message group of its own (they run in parallel
+    with each other and with the job's group)."""
+    def body(n: int) -> str:
+        return json.dumps({"Shard": {"bucket": plan.bucket, "plan": plan.key(PLAN_NAME), "run": plan.run, "shard": n}})
+
+    for offset in range(1, count + 1, 10):
+        entries = [{"Id": str(n), "MessageBody": body(n), "MessageGroupId": f"{job}.shard-{n}",
+                    "MessageDeduplicationId": f"{plan.run}-{n}"} for n in range(offset, min(offset + 10, count + 1))]
         response = sqs.send_message_batch(QueueUrl=queue_url, Entries=entries)
         if response.get("Failed"):  # the job's run reads an unclaimed shard itself: nothing is lost
             LOG.warning("%s: SQS refused %d shard message(s)", job, len(response["Failed"]))
 
 
 def work_on_shards(message: dict[str, Any], s3: Any, deadline: float, read_workers: int = 4) -> dict[str, Any]:
-    """A shard invocation: take unclaimed shards of the message's run and write their digests, until none is left
-    or too little time remains for another (``deadline``: ``time.monotonic()``)."""
+    """A shard invocation: take the message's shard, unless the job's run took it, and write its digests
+    (``deadline``: ``time.monotonic()``; with less than a claim's time left the shard is left to the job's run)."""
     bucket, key, run = str(message.get("bucket", "")), str(message.get("plan", "")), str(message.get("run", ""))
+    n = message.get("shard")
     if not key.endswith(f"{SHARDS_SUFFIX}/{PLAN_NAME}") or "/evaluator-state/" not in f"/{key}":
         return {"shards": 0, "result": "ignored", "reason": "not a plan of the evaluator's"}
     found = get_if_present(s3, bucket, key)
@@ -216,16 +222,14 @@ def work_on_shards(message: dict[str, Any], s3: Any, deadline: float, read_worke
     plan = Plan.from_state(json.loads(found[0]))
     if plan.run != run or plan.bucket != bucket:
         return {"shards": 0, "result": "stale", "reason": "a newer run of the job replaced the plan"}
-    done = 0
-    for n in range(len(plan.shards)):
-        if deadline - time.monotonic() < CLAIM_S:
-            break
-        if claim(s3, plan, n, time.time() + CLAIM_S):
-            digests = read_shard(plan, n, s3, read_workers)
-            body = json.dumps({"run": plan.run, "digests": [d.to_state() for d in digests]}, separators=(",", ":"))
-            _put(s3, plan.bucket, plan.key(f"{n}.json.gz"), gzip.compress(body.encode(), compresslevel=1))
-            done += 1
-    return {"shards": done, "result": "read"}
+    if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n < len(plan.shards):
+        return {"shards": 0, "result": "ignored", "reason": f"the plan has no shard {n!r}"}
+    if deadline - time.monotonic() < CLAIM_S or not claim(s3, plan, n, time.time() + CLAIM_S):
+        return {"shards": 0, "result": "taken", "shard": n}
+    digests = read_shard(plan, n, s3, read_workers)
+    body = json.dumps({"run": plan.run, "digests": [d.to_state() for d in digests]}, separators=(",", ":"))
+    _put(s3, plan.bucket, plan.key(f"{n}.json.gz"), gzip.compress(body.encode(), compresslevel=1))
+    return {"shards": 1, "result": "read", "shard": n}
 
 
 def read_shard(plan: Plan, n: int, s3: Any, read_workers: int = 4) -> list[FileDigest]:
