@@ -129,6 +129,8 @@ def test_sharding_needs_more_bytes_than_the_threshold_and_more_than_one_node():
     assert left and max(f.timestamp_us for g in groups for f in g) == 2 * 60_000_000  # three minutes at most
     assert [{f.node for f in g} for g in split_nodes(files, sizes, fanout_bytes=1, shard_bytes=60)[0]] == [
         {"algo-1", "algo-2"}, {"algo-3"}]
+    zipped = [SystemFile(f.timestamp_us, f.key + ".gz", f.node) for f in files]  # decoding is the work
+    assert split_nodes(zipped, {f.key: 1 for f in zipped}, fanout_bytes=150, shard_bytes=20 * 3) is not None
 
 
 def test_a_reduced_column_counts_and_sums_like_its_values():

@@ -2,7 +2,8 @@
 
 A job's run (the invocation that holds the job's lease, shards.py for what it merges) fans out when the system
 metrics files it listed are more than one invocation reads in time: more than ``FANOUT_BYTES`` (default 96 MiB, about
-three 192-core nodes sampled every 100 ms for a minute; ``0`` never fans out) of files of more than one node. It then
+three 192-core nodes sampled every 100 ms for a minute; ``0`` never fans out; a ``.json.gz`` key counts
+``GZIP_KEY_WEIGHT`` times its size) of files of more than one node. It then
 
 1. splits the nodes into shards of whole nodes of at most ``SHARD_BYTES`` each (default 48 MiB: a 192-core, 100 ms
    node-minute is about 30 MB and takes about 1.3 s of one vCPU to read), taking at most ``MAX_FANOUT_MINUTES`` of
@@ -52,6 +53,8 @@ MAX_FANOUT_MINUTES = 3
 #: memory) and the job's run reads the shard itself.
 CLAIM_S = 90.0
 POLL_S = 0.2
+#: A ``.json.gz`` key counts this many times its size (the ratio of gzip on profiler JSON): decoding is the work.
+GZIP_KEY_WEIGHT = 20
 SHARDS_SUFFIX = ".shards"
 PLAN_NAME = "plan.json"
 
@@ -93,7 +96,7 @@ def split_nodes(files: list[SystemFile], sizes: dict[str, int], *, fanout_bytes:
     ``MAX_FANOUT_MINUTES`` were left for a continuation; None: the files are few enough for one invocation."""
     if fanout_bytes <= 0 or not files:
         return None
-    if sum(sizes.get(f.key, 0) for f in files) <= fanout_bytes or len({f.node for f in files}) < 2:
+    if sum(work_bytes(f, sizes) for f in files) <= fanout_bytes or len({f.node for f in files}) < 2:
         return None
     first = files[0].timestamp_us
     taken = [f for f in files if f.timestamp_us < first + MAX_FANOUT_MINUTES * 60_000_000]
@@ -103,13 +106,19 @@ def split_nodes(files: list[SystemFile], sizes: dict[str, int], *, fanout_bytes:
     groups: list[list[SystemFile]] = []
     size = 0
     for node in sorted(per_node):
-        node_bytes = sum(sizes.get(f.key, 0) for f in per_node[node])
+        node_bytes = sum(work_bytes(f, sizes) for f in per_node[node])
         if not groups or size + node_bytes > shard_bytes:
             groups.append([])
             size = 0
         groups[-1] += per_node[node]
         size += node_bytes
     return [sorted(g) for g in groups], len(taken) < len(files)
+
+
+def work_bytes(file: SystemFile, sizes: dict[str, int]) -> int:
+    """The JSON bytes a file holds to decode, as the listing tells: its size, or for a ``.json.gz`` key an estimate."""
+    size = sizes.get(file.key, 0)
+    return size * GZIP_KEY_WEIGHT if file.key.endswith(".gz") else size
 
 
 class FanOut:
