@@ -20,6 +20,7 @@ Absolute seconds on a shared machine are noisy; the ratios are the figures to co
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
 import os
 import re
@@ -338,7 +339,8 @@ def fan_minute(endpoint: str, sqs: Any, queue_url: str, job: str, nodes: int) ->
         job_pid, job_fd = forked(fan_job_run, endpoint, queue_url, job, nodes, gate)
         shards: list[Invocation] = []
         messages = 0
-        while not os.path.exists(gate + ".held") and os.waitpid(job_pid, os.WNOHANG) == (0, 0):
+        while not os.path.exists(gate + ".held") and os.waitid(os.P_PID, job_pid, os.WEXITED | os.WNOHANG
+                                                                 | os.WNOWAIT) is None:
             time.sleep(0.05)  # until the job's run waits for the shards, or ended without any
         if os.path.exists(gate + ".held"):
             while True:
@@ -361,12 +363,15 @@ def simulate_fanout(endpoint: str, s3: Any, sqs: Any, queue_url: str, nodes: int
     job = f"bench-fan-{nodes}n-{int(time.time() * 1000) % 10**9}"
     template = minute_template(args.cores, args.gpus, args.interval_ms)
     minutes = []
+    suffix = ".gz" if args.fanout_gzip else ""
     for minute in range(args.fanout_minutes):
         for node in range(1, nodes + 1):
-            s3.put_object(Bucket=BUCKET, Key=key_for(job, node, minute), Body=minute_file(template, node, minute))
+            body = minute_file(template, node, minute)
+            s3.put_object(Bucket=BUCKET, Key=key_for(job, node, minute) + suffix,
+                          Body=gzip.compress(body, compresslevel=1) if suffix else body)
         minutes.append(fan_minute(endpoint, sqs, queue_url, job, nodes))
         for node in range(1, nodes + 1):  # read once, never again: the server's memory stays one minute of files
-            s3.delete_object(Bucket=BUCKET, Key=key_for(job, node, minute))
+            s3.delete_object(Bucket=BUCKET, Key=key_for(job, node, minute) + suffix)
     return minutes
 
 
@@ -405,7 +410,7 @@ def report_fanout(endpoint: str, s3: Any, args: argparse.Namespace) -> None:
     sqs = boto3.client("sqs", region_name=REGION, endpoint_url=endpoint)
     queue_url = sqs.create_queue(QueueName=QUEUE, Attributes={"FifoQueue": "true"})["QueueUrl"]
     print(f"\nnode fan-out (the job queue's invocation model): {args.cores} cores x {args.gpus} GPUs per node at "
-          f"{args.interval_ms} ms; {args.fanout_minutes} simulated minutes, figures of the last "
+          f"{args.interval_ms} ms{' (.json.gz files)' if args.fanout_gzip else ''}; {args.fanout_minutes} simulated minutes, figures of the last "
           f"{args.fanout_minutes - args.fanout_minutes // 2}; {args.memory_mb} MB, one vCPU per invocation")
     print(f"{'nodes':>5} {'calls/min':>9} {'job CPU':>8} {'job RSS':>8} {'shard CPU':>9} {'shard RSS':>9} "
           f"{'span/min':>8} {'x 1 node':>8} {'span@5':>7} {'keeps up':>8} {'$/job-hour':>10} {'x 1 node':>8}")
@@ -442,6 +447,9 @@ def main(argv: list[str] | None = None) -> int:
                         "192; default: none)")
     parser.add_argument("--fanout-minutes", type=int, default=5,
                         help="simulated minutes per fan-out size (default 5: windows close from the fourth minute)")
+    parser.add_argument("--fanout-gzip", action="store_true",
+                        help="the fan-out section's minute files as .json.gz keys (the sampler's compressed upload; a "
+                        "64-node minute of plain JSON, 1.9 GB, is more than a local moto server holds)")
     parser.add_argument("--skip-sizes", action="store_true", help="only the sections asked for by name")
     parser.add_argument("--full", action="store_true",
                         help="1, 16 and 64 nodes of 192 cores, 10 minutes per size, and a 24-hour job")

@@ -201,8 +201,10 @@ def test_node_fan_out_uses_the_job_queue_and_the_state_folder_and_nothing_more(t
     queues = template.find_resources("AWS::SQS::Queue", {"Properties": {"FifoQueue": True,
                                                                          "RedrivePolicy": Match.any_value()}})
     [queue_id] = queues
-    sends = [s for s in _statements(template) if "sqs:SendMessage" in s["Action"]]
-    assert [s["Resource"] for s in sends] == [{"Fn::GetAtt": [queue_id, "Arn"]}]  # the job queue alone
+    sent_to = {s["Resource"]["Fn::GetAtt"][0] for s in _statements(template) if "sqs:SendMessage" in s["Action"]}
+    dead_letters = {k for k, v in template.find_resources("AWS::SQS::Queue").items()
+                    if "RedrivePolicy" not in v["Properties"] and "FifoQueue" not in v["Properties"]}
+    assert queue_id in sent_to and sent_to - {queue_id} <= dead_letters  # the job queue (and the function's DLQ)
     shard_key = f"training/llm-finetune-x/rule-output/{STATE_FOLDER}/0123abcd.json.gz{SHARDS_SUFFIX}/3.claim"
     for action in ("s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"):
         patterns = [part for s in _statements(template) if action in s["Action"]
