@@ -370,6 +370,10 @@ def simulate_fanout(endpoint: str, s3: Any, sqs: Any, queue_url: str, nodes: int
             s3.put_object(Bucket=BUCKET, Key=key_for(job, node, minute) + suffix,
                           Body=gzip.compress(body, compresslevel=1) if suffix else body)
         minutes.append(fan_minute(endpoint, sqs, queue_url, job, nodes))
+        done = minutes[-1]
+        print(f"  {nodes} nodes, minute {minute}: job run {done.job_run.cpu_s:.2f} s CPU, {done.job_run.rss_mb:.0f} MB; "
+              f"{len(done.shards)} shard invocation(s), longest {max((i.cpu_s for i in done.shards), default=0):.2f} s "
+              f"CPU, peak {max((i.rss_mb for i in done.shards), default=0):.0f} MB", flush=True)
         for node in range(1, nodes + 1):  # read once, never again: the server's memory stays one minute of files
             s3.delete_object(Bucket=BUCKET, Key=key_for(job, node, minute) + suffix)
     return minutes
