@@ -397,6 +397,219 @@ def report_age(endpoint: str, s3: Any, args: argparse.Namespace) -> None:
           f"${cost_per_job_hour(late, args.memory_mb):.4f}")
 
 
+# ---- node fan-out (fanout.py): the queue's model, one job message and its shard messages per minute ----------------
+
+SQS_FIFO_REQUEST = 0.50 / 1_000_000
+QUEUE = "bench-jobs.fifo"
+
+
+@dataclass
+class FanMinute:
+    job_run: Invocation
+    shards: list[Invocation]
+    shard_messages: int
+
+
+def fan_job_run(endpoint: str, queue_url: str, job: str, nodes: int, gate: str) -> dict[str, Any]:
+    """The job message's invocation (the real handler, as the queue's event source mapping invokes it). It is held
+    before it looks at any shard claim but shard 0's until ``gate`` exists: the shard invocations, which Lambda runs
+    in parallel, take their shards first, as they do when the queue starts them at once."""
+    import boto3
+    from botocore.stub import Stubber
+
+    from cdk_sagemaker_debugger.runtime.evaluator import lambda_handler as lh
+    from cdk_sagemaker_debugger.runtime.evaluator.contract_shared import JobFamily
+
+    counts = {"puts": 0, "gets": 0}
+    s3 = boto3.client("s3", region_name=REGION, endpoint_url=endpoint)
+    s3.meta.events.register("before-call.s3", _counter(counts))
+
+    class HeldBeforeOtherClaims:
+        def __init__(self, real: Any):
+            self.real = real
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.real, name)
+
+        def get_object(self, **kwargs: Any) -> Any:
+            if kwargs["Key"].endswith(".claim") and not kwargs["Key"].endswith("/0.claim"):
+                Path(gate + ".held").touch()  # the shard messages are sent by now
+                while not os.path.exists(gate):
+                    time.sleep(0.05)
+            return self.real.get_object(**kwargs)
+
+    sagemaker = boto3.client("sagemaker", region_name=REGION)
+    stub = Stubber(sagemaker)
+    stub.add_response("describe_training_job", describe(job, nodes, "InProgress"), {"TrainingJobName": job})
+    stub.activate()
+    clients = lh.Clients(s3=HeldBeforeOtherClaims(s3), sagemaker=sagemaker,
+                         sqs=boto3.client("sqs", region_name=REGION, endpoint_url=endpoint),
+                         events=boto3.client("events", region_name=REGION, endpoint_url=endpoint))
+    settings = lh.Settings(family=JobFamily(job_name_prefix="bench-"), read_workers=4, queue_url=queue_url)
+    import contextlib
+    import io
+
+    record = {"eventSource": "aws:sqs", "messageId": "job", "body": json.dumps({"TrainingJobName": job})}
+    with contextlib.redirect_stdout(io.StringIO()):  # the EMF lines
+        outcome = lh.handler({"Records": [record]}, None, clients=clients, settings=settings)
+    return {"result": outcome["jobs"][0]["result"], **counts}
+
+
+def fan_shard_run(endpoint: str, body: str) -> dict[str, Any]:
+    """One shard message's invocation (the real handler)."""
+    import boto3
+
+    from cdk_sagemaker_debugger.runtime.evaluator import lambda_handler as lh
+    from cdk_sagemaker_debugger.runtime.evaluator.contract_shared import JobFamily
+
+    counts = {"puts": 0, "gets": 0}
+    s3 = boto3.client("s3", region_name=REGION, endpoint_url=endpoint)
+    s3.meta.events.register("before-call.s3", _counter(counts))
+    settings = lh.Settings(family=JobFamily(job_name_prefix="bench-"), read_workers=4, queue_url="unused")
+    outcome = lh.handler({"Records": [{"eventSource": "aws:sqs", "messageId": "shard", "body": body}]}, None,
+                         clients=lh.Clients(s3=s3), settings=settings)
+    return {"result": outcome["jobs"][0]["result"], **counts}
+
+
+def _counter(counts: dict[str, int]) -> Any:
+    def count(event_name: str, **_: Any) -> None:
+        operation = event_name.rsplit(".", 1)[-1]
+        counts["gets" if operation in ("GetObject", "HeadObject") else "puts"] += 1
+
+    return count
+
+
+def forked(run: Any, *args: Any) -> tuple[int, int]:
+    """Start ``run(*args)`` in a child process (an invocation of its own); returns (pid, read end of its report)."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        code = 0
+        try:
+            report = run(*args)
+        except BaseException as exc:  # reported to the parent, which fails the benchmark
+            report, code = {"result": f"failed: {type(exc).__name__}: {exc}", "puts": 0, "gets": 0}, 1
+        os.write(write_fd, json.dumps(report).encode())
+        os._exit(code)
+    os.close(write_fd)
+    return pid, read_fd
+
+
+def reaped(pid: int, read_fd: int, began: float) -> Invocation:
+    with os.fdopen(read_fd) as pipe:
+        report = json.loads(pipe.read() or '{"result": "no report", "puts": 0, "gets": 0}')
+    _, status_code, usage = os.wait4(pid, 0)
+    if status_code:
+        raise SystemExit(f"an invocation failed: {report['result']}")
+    return Invocation(time.perf_counter() - began, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024,
+                      report["puts"], report["gets"], report["result"])
+
+
+def fan_minute(endpoint: str, sqs: Any, queue_url: str, job: str, nodes: int) -> FanMinute:
+    """One scheduled minute of the job: its job message's invocation, and one invocation per shard message it sent
+    (each its own process; the shard invocations one after another, the machine has two cores)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        gate = os.path.join(tmp, "go")
+        began = time.perf_counter()
+        job_pid, job_fd = forked(fan_job_run, endpoint, queue_url, job, nodes, gate)
+        shards: list[Invocation] = []
+        messages = 0
+        while not os.path.exists(gate + ".held") and os.waitid(os.P_PID, job_pid, os.WEXITED | os.WNOHANG
+                                                                 | os.WNOWAIT) is None:
+            time.sleep(0.05)  # until the job's run waits for the shards, or ended without any
+        if os.path.exists(gate + ".held"):
+            while True:
+                batch = sqs.receive_message(QueueUrl=queue_url, MaxNumberOfMessages=10).get("Messages", [])
+                if not batch:
+                    break
+                for message in batch:
+                    sqs.delete_message(QueueUrl=queue_url, ReceiptHandle=message["ReceiptHandle"])
+                    messages += 1
+                    started = time.perf_counter()
+                    pid, fd = forked(fan_shard_run, endpoint, message["Body"])
+                    shards.append(reaped(pid, fd, started))
+        Path(gate).touch()
+        job_run = reaped(job_pid, job_fd, began)
+    return FanMinute(job_run, shards, messages)
+
+
+def simulate_fanout(endpoint: str, s3: Any, sqs: Any, queue_url: str, nodes: int, args: argparse.Namespace
+                    ) -> list[FanMinute]:
+    job = f"bench-fan-{nodes}n-{int(time.time() * 1000) % 10**9}"
+    template = minute_template(args.cores, args.gpus, args.interval_ms)
+    minutes = []
+    suffix = ".gz" if args.fanout_gzip else ""
+    for minute in range(args.fanout_minutes):
+        for node in range(1, nodes + 1):
+            body = minute_file(template, node, minute)
+            s3.put_object(Bucket=BUCKET, Key=key_for(job, node, minute) + suffix,
+                          Body=gzip.compress(body, compresslevel=1) if suffix else body)
+        minutes.append(fan_minute(endpoint, sqs, queue_url, job, nodes))
+        done = minutes[-1]
+        print(f"  {nodes} nodes, minute {minute}: job run {done.job_run.cpu_s:.2f} s CPU, {done.job_run.rss_mb:.0f} MB; "
+              f"{len(done.shards)} shard invocation(s), longest {max((i.cpu_s for i in done.shards), default=0):.2f} s "
+              f"CPU, peak {max((i.rss_mb for i in done.shards), default=0):.0f} MB", flush=True)
+        for node in range(1, nodes + 1):  # read once, never again: the server's memory stays one minute of files
+            s3.delete_object(Bucket=BUCKET, Key=key_for(job, node, minute) + suffix)
+    return minutes
+
+
+def fan_figures(minutes: list[FanMinute], memory_mb: int) -> dict[str, float]:
+    """Per training minute. The shard invocations run in parallel on Lambda, while the job's run reads shard 0 and
+    then merges: the job's run finishes at most its own CPU time plus the longest shard's after the minute starts
+    (at 1,769 MB a Lambda has one vCPU: its CPU time is its duration). Billed: the job's run for that span (it waits
+    for the shards), each shard invocation for its CPU time."""
+    n = len(minutes)
+    job_cpu = sum(m.job_run.cpu_s for m in minutes) / n
+    longest = [max((s.cpu_s for s in m.shards), default=0.0) for m in minutes]
+    span = max(m.job_run.cpu_s + extra for m, extra in zip(minutes, longest, strict=True))
+    billed = sum(m.job_run.cpu_s + extra + sum(s.cpu_s for s in m.shards)
+                 for m, extra in zip(minutes, longest, strict=True)) / n
+    # with the construct's default reserved concurrency (5: the job's run and at most 3 shard invocations besides the
+    # schedule's), the shards are read three at a time next to the job's run, which also reads any left unclaimed
+    limited = max(m.job_run.cpu_s + sum(s.cpu_s for s in m.shards) / 3 for m in minutes)
+    invocations = sum(1 + len(m.shards) for m in minutes) / n
+    puts = sum(m.job_run.puts + sum(s.puts for s in m.shards) for m in minutes) / n
+    gets = sum(m.job_run.gets + sum(s.gets for s in m.shards) for m in minutes) / n
+    messages = sum(m.shard_messages for m in minutes) / n
+    per_minute = (billed * memory_mb / 1024 * LAMBDA_GB_S + invocations * LAMBDA_REQUEST + puts * S3_PUT_OR_LIST
+                  + gets * S3_GET + messages * 3 * SQS_FIFO_REQUEST)  # send, receive, delete
+    return {
+        "job_cpu": job_cpu, "job_wall": sum(m.job_run.wall_s for m in minutes) / n,
+        "shard_cpu": sum(sum(s.cpu_s for s in m.shards) for m in minutes) / max(1, sum(len(m.shards) for m in minutes)),
+        "longest_shard": max(longest), "span": span, "limited": limited, "billed": billed, "invocations": invocations,
+        "rss": max(max(s.rss_mb for s in m.shards) if m.shards else 0.0 for m in minutes),
+        "job_rss": max(m.job_run.rss_mb for m in minutes), "cost": 60 * per_minute,
+    }
+
+
+def report_fanout(endpoint: str, s3: Any, args: argparse.Namespace) -> None:
+    import boto3
+
+    sqs = boto3.client("sqs", region_name=REGION, endpoint_url=endpoint)
+    queue_url = sqs.create_queue(QueueName=QUEUE, Attributes={"FifoQueue": "true"})["QueueUrl"]
+    print(f"\nnode fan-out (the job queue's invocation model): {args.cores} cores x {args.gpus} GPUs per node at "
+          f"{args.interval_ms} ms{' (.json.gz files)' if args.fanout_gzip else ''}; {args.fanout_minutes} simulated minutes, figures of the last "
+          f"{args.fanout_minutes - args.fanout_minutes // 2}; {args.memory_mb} MB, one vCPU per invocation")
+    print(f"{'nodes':>5} {'calls/min':>9} {'job CPU':>8} {'job RSS':>8} {'shard CPU':>9} {'shard RSS':>9} "
+          f"{'span/min':>8} {'x 1 node':>8} {'span@5':>7} {'keeps up':>8} {'$/job-hour':>10} {'x 1 node':>8}")
+    baseline: dict[str, float] | None = None
+    for nodes in args.fanout_nodes:
+        minutes = simulate_fanout(endpoint, s3, sqs, queue_url, nodes, args)
+        empty_bucket(s3)
+        f = fan_figures(minutes[args.fanout_minutes // 2 :], args.memory_mb)
+        baseline = baseline or f
+        keeps_up = f["span"] < 60 and max(f["rss"], f["job_rss"]) < args.memory_mb
+        print(f"{nodes:>5} {f['invocations']:>9.1f} {f['job_cpu']:>7.2f}s {f['job_rss']:>6.0f}MB "
+              f"{f['shard_cpu']:>8.2f}s {f['rss']:>7.0f}MB {f['span']:>7.2f}s {f['span'] / baseline['span']:>7.1f}x "
+              f"{'yes' if keeps_up else 'NO':>8} {f['cost']:>10.4f} {f['cost'] / baseline['cost']:>7.1f}x")
+    print("span/min: the longest minute's job run CPU plus its longest shard (shards run in parallel on Lambda; "
+          "each invocation here ran in a process of its own, CPU from its rusage); span@5: the same with the default "
+          "reserved concurrency of 5 (three shard invocations at a time); keeps up: span under 60 s and every "
+          "invocation's peak RSS under the function's memory")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--nodes", default="1,4,16",
@@ -414,10 +627,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cluster-hours", type=int, default=0,
                         help="a 16-node job of that many hours (--cluster-cores each): cost at minute 10 and each hour")
     parser.add_argument("--cluster-cores", type=int, default=48, help="cores per node of the long 16-node job")
+    parser.add_argument("--fanout-nodes", default="",
+                        help="cluster sizes for the node fan-out section, comma-separated (e.g. 1,16,64 with --cores "
+                        "192; default: none)")
+    parser.add_argument("--fanout-minutes", type=int, default=5,
+                        help="simulated minutes per fan-out size (default 5: windows close from the fourth minute)")
+    parser.add_argument("--fanout-gzip", action="store_true",
+                        help="the fan-out section's minute files as .json.gz keys (the sampler's compressed upload; a "
+                        "64-node minute of plain JSON, 1.9 GB, is more than a local moto server holds)")
+    parser.add_argument("--skip-sizes", action="store_true", help="only the sections asked for by name")
     parser.add_argument("--full", action="store_true",
                         help="1, 16 and 64 nodes of 192 cores, 10 minutes per size, and a 24-hour job")
     args = parser.parse_args(argv)
     args.nodes = [int(n) for n in re.split(r"[, ]+", args.nodes) if n]
+    args.fanout_nodes = [int(n) for n in re.split(r"[, ]+", args.fanout_nodes) if n]
     if args.full:
         args.nodes, args.cores, args.minutes, args.age_minutes = [1, 16, 64], 192, 10, 1440
     # imported before the invocations fork: like a warm Lambda, an invocation does not pay for its imports
@@ -439,9 +662,9 @@ def main(argv: list[str] | None = None) -> int:
                 break
             except Exception:  # not listening yet
                 time.sleep(0.2)
-        if args.nodes:
+        if args.nodes and not args.skip_sizes:
             report_sizes(endpoint, s3, args)
-        if args.age_minutes:
+        if args.age_minutes and not args.skip_sizes:
             report_age(endpoint, s3, args)
         if args.day:
             report_long(endpoint, s3, args, 1, 192, [60, 360, 720, 1440])
@@ -449,6 +672,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.cluster_hours:
             report_long(endpoint, s3, args, 16, args.cluster_cores, [60 * h for h in range(1, args.cluster_hours + 1)])
             empty_bucket(s3)
+        if args.fanout_nodes:
+            report_fanout(endpoint, s3, args)
     finally:
         server.terminate()
         server.wait(timeout=30)
