@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import re
@@ -193,6 +194,27 @@ def test_each_job_is_a_message_of_its_own_on_a_fifo_queue(template: Template):
         "BatchSize": 1, "FunctionResponseTypes": ["ReportBatchItemFailures"],
         "EventSourceArn": {"Fn::GetAtt": [queue_id, "Arn"]}, "ScalingConfig": {"MaximumConcurrency": 4}})
     assert _function(template)["Environment"]["Variables"]["JOB_QUEUE_URL"] == {"Ref": queue_id}
+
+
+def test_node_fan_out_uses_the_job_queue_and_the_state_folder_and_nothing_more(template: Template):
+    """A large job's run sends its shard messages to the job queue (a group per shard) and keeps the plan, claims and
+    digests beside its state (``<state key>.shards/``): the grants it already has cover them, and no other."""
+    from cdk_sagemaker_debugger.runtime.evaluator.fanout import SHARDS_SUFFIX
+    from cdk_sagemaker_debugger.runtime.evaluator.state import STATE_FOLDER
+
+    queues = template.find_resources("AWS::SQS::Queue", {"Properties": {"FifoQueue": True,
+                                                                         "RedrivePolicy": Match.any_value()}})
+    [queue_id] = queues
+    sent_to = {s["Resource"]["Fn::GetAtt"][0] for s in _statements(template) if "sqs:SendMessage" in s["Action"]}
+    dead_letters = {k for k, v in template.find_resources("AWS::SQS::Queue").items()
+                    if "RedrivePolicy" not in v["Properties"] and "FifoQueue" not in v["Properties"]}
+    assert queue_id in sent_to and sent_to - {queue_id} <= dead_letters  # the job queue (and the function's DLQ)
+    shard_key = f"training/llm-finetune-x/rule-output/{STATE_FOLDER}/0123abcd.json.gz{SHARDS_SUFFIX}/3.claim"
+    for action in ("s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"):
+        patterns = [part for s in _statements(template) if action in s["Action"]
+                    for part in re.findall(r'/(training/[^"]*)"', json.dumps(s["Resource"]))]
+        # IAM's "*" matches any characters, "/" included, as fnmatch's does
+        assert any(fnmatch.fnmatchcase(shard_key, p) for p in patterns), (action, patterns)
 
 
 def test_superseded_state_versions_expire_after_a_day_in_the_output_bucket(template: Template):

@@ -117,6 +117,10 @@ class EvaluatorEnvironment:
     READ_WORKERS = "READ_WORKERS"
     #: The FIFO queue of job messages (one job, one invocation); unset: every job is evaluated in the invocation.
     JOB_QUEUE_URL = "JOB_QUEUE_URL"
+    #: Bytes of new system metrics files above which a run reads them in node shards (fanout.py); 0: never.
+    FANOUT_BYTES = "FANOUT_BYTES"
+    #: Bytes of whole nodes' files per node shard at most.
+    SHARD_BYTES = "SHARD_BYTES"
 
     #: RuleEvaluator(mlflow=...): the one tracking server whose runs the evaluator writes (unset: no MLflow export).
     MLFLOW_TRACKING_SERVER_ARN = "MLFLOW_TRACKING_SERVER_ARN"

@@ -245,7 +245,8 @@ def test_a_state_damaged_deep_inside_is_set_aside_when_evaluating_from_it_fails(
     sm, stub = sagemaker_stub(describe(), describe("Completed"))
     assert lh.evaluate_job(JOB, SETTINGS, clients_for(aws, sm), deadline=float("inf"))["result"] == "in progress"
     state = load_state(aws["s3"])
-    state["evaluator"]["pending_system"][0]["runs"][0][2] = "not a list of CPU values"  # restores, fails to sum
+    # the CPU values of the run the window was still reading: restored, and summing them fails
+    state["evaluator"]["pending_system"][0]["open"][2] = "not a list of CPU values"
     aws["s3"].put_object(Bucket=BUCKET, Key=STATE_KEY, Body=gzip.compress(json.dumps(state).encode()))
     etag = aws["s3"].head_object(Bucket=BUCKET, Key=STATE_KEY)["ETag"].strip('"')
     upload_tree(aws["s3"], root)

@@ -9,10 +9,13 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from .numerics import CountedValues
+from .stats import ExactHistogram, FixedBins, Moments, ThresholdCounts
 
 _TAG = "__t"
 _REGISTRY: dict[str, Any] = {}
+# The mergeable statistics (stats.py): their to_state() is plain JSON already, written and read without a walk.
+_PLAIN: dict[type, str] = {cls: cls.STATE_TAG for cls in (ExactHistogram, Moments, FixedBins, ThresholdCounts)}
+_PLAIN_BY_TAG: dict[str, Any] = {tag: cls for cls, tag in _PLAIN.items()}
 
 
 def stateful(cls: Any) -> Any:
@@ -22,11 +25,15 @@ def stateful(cls: Any) -> Any:
 
 
 def encode(obj: Any) -> Any:
-    tag = getattr(type(obj), "STATE_TAG", None)
+    kind = type(obj)
+    if kind is float or kind is int or kind is str or obj is None or kind is bool:
+        return obj
+    plain = _PLAIN.get(kind)
+    if plain is not None:
+        return {_TAG: plain, "v": obj.to_state()}
+    tag = getattr(kind, "STATE_TAG", None)
     if tag is not None:
         return {_TAG: tag, "v": encode(obj.to_state())}
-    if isinstance(obj, CountedValues):
-        return {_TAG: "cv", "v": obj.to_state()}
     if isinstance(obj, deque):
         return {_TAG: "dq", "max": obj.maxlen, "v": [encode(v) for v in obj]}
     if isinstance(obj, tuple):
@@ -38,19 +45,24 @@ def encode(obj: Any) -> Any:
             return {k: encode(v) for k, v in obj.items()}
         return {_TAG: "d", "v": [[encode(k), encode(v)] for k, v in obj.items()]}
     if isinstance(obj, list):
+        if all(type(v) is float or type(v) is int for v in obj):  # a series of numbers: nothing to encode
+            return list(obj)
         return [encode(v) for v in obj]
     return obj
 
 
 def decode(obj: Any) -> Any:
     if isinstance(obj, list):
+        if all(type(v) is float or type(v) is int for v in obj):
+            return list(obj)
         return [decode(v) for v in obj]
     if isinstance(obj, dict):
         tag = obj.get(_TAG)
         if tag is None:
             return {k: decode(v) for k, v in obj.items()}
-        if tag == "cv":
-            return CountedValues.from_state(obj["v"])
+        plain = _PLAIN_BY_TAG.get(tag)
+        if plain is not None:
+            return plain.from_state(obj["v"])
         if tag == "dq":
             return deque((decode(v) for v in obj["v"]), maxlen=obj["max"])
         if tag == "tu":

@@ -61,14 +61,29 @@ def sqs_records(event: dict[str, Any]) -> list[dict[str, Any]] | None:
     return records
 
 
-def evaluate_records(records: list[dict[str, Any]], evaluate: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
-    """Evaluate the job of each message; a failure returns only that message to the queue (partial batch response)."""
+def evaluate_records(records: list[dict[str, Any]], evaluate: Callable[[str], dict[str, Any]],
+                     shard: Callable[[dict[str, Any]], dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Evaluate the job of each message, or work on the node shards a shard message names (fanout.py); a failure
+    returns only that message to the queue (partial batch response). Shard messages go first: a job's run may wait
+    for the shards of another message of the same batch."""
     outcomes, failures = [], []
+    parsed = []
     for record in records:
         try:
-            job = json.loads(record.get("body") or "null").get("TrainingJobName")
-        except (ValueError, AttributeError):
-            job = None
+            body = json.loads(record.get("body") or "null")
+        except ValueError:
+            body = None
+        parsed.append((record, body if isinstance(body, dict) else {}))
+    parsed.sort(key=lambda item: "Shard" not in item[1])
+    for record, body in parsed:
+        if shard is not None and isinstance(body.get("Shard"), dict):
+            try:
+                outcomes.append(shard(body["Shard"]))
+            except Exception as exc:  # not retried: the job's run reads an undelivered shard itself
+                LOG.exception("a node shard failed")
+                outcomes.append({"shards": 0, "result": "failed", "reason": f"{type(exc).__name__}: {exc}"})
+            continue
+        job = body.get("TrainingJobName")
         if not isinstance(job, str) or not job:
             LOG.warning("ignoring a job message without a job name: %.200r", record.get("body"))
             continue

@@ -36,7 +36,7 @@ from .rules import (
     split_report_overrides,
 )
 from .timeline import Timeline
-from .window import SystemWindow, WindowContext
+from .window import IO_COLUMN, SystemWindow, WindowContext, WindowTests, window_tests
 
 DEFAULT_SCAN_INTERVAL_US = 60_000_000
 # A window shorter than a second holds at most a few samples and multiplies the per-window work; one longer than a day
@@ -282,6 +282,7 @@ class Evaluator:
         if scan_interval_us is None:
             scan_interval_us = _one_scan_interval(self.runs, strict)
         self.scan_us = int(scan_interval_us)
+        self.window_tests = _window_tests(self.runs)
         self.origin_us: int | None = None
         self.next_window = 0
         self.pending_system: dict[int, SystemWindow] = {}
@@ -401,7 +402,7 @@ class Evaluator:
         window = self.pending_system.get(k)
         if window is None:
             start, end = self._window_bounds(k)
-            window = self.pending_system[k] = SystemWindow(k, start, end)
+            window = self.pending_system[k] = SystemWindow(k, start, end, self.window_tests)
         return window
 
     def add_framework_events(self, file: FrameworkFile, events: list[TraceEvent]) -> None:
@@ -497,7 +498,7 @@ class Evaluator:
                         known.add(gpu)
 
     def _evaluate_window(self, k: int, start: int, end: int) -> None:
-        system = self.pending_system.pop(k, None) or SystemWindow(k, start, end)
+        system = self.pending_system.pop(k, None) or SystemWindow(k, start, end, self.window_tests)
         system.finalize()
         self._cap_gpus(system)
         self.progress.add_window(system)
@@ -508,7 +509,7 @@ class Evaluator:
             facts.gpus.update((node, g) for g in gpus)
         for node, gpus in system.gpu_mem.items():
             facts.gpu_memory.update((node, g) for g in gpus)
-        facts.io_wait_records += sum(len(run[3]) for run in system.runs)
+        facts.io_wait_records += sum(run[IO_COLUMN][0] for run in system.runs)
         for ev in framework:
             if STEP_MARKER in ev.name:
                 facts.step_events += 1
@@ -605,7 +606,7 @@ class Evaluator:
         ev.runs = runs
         ev.origin_us = state["origin_us"]
         ev.next_window = state["next_window"]
-        ev.pending_system = {w["index"]: SystemWindow.from_state(w) for w in state["pending_system"]}
+        ev.pending_system = {w["index"]: SystemWindow.from_state(w, ev.window_tests) for w in state["pending_system"]}
         ev.pending_framework = {int(k): [_event_from_state(e) for e in evs]
                                 for k, evs in state["pending_framework"].items()}
         ev.facts = Facts.from_state(state["facts"])
@@ -629,6 +630,11 @@ def _rule_run(config: RuleConfig, strict: bool) -> RuleRun:
         if strict:
             raise
         return RuleRun.broken(config, f"RuleConfigError: {exc}")
+
+
+def _window_tests(runs: list[RuleRun]) -> WindowTests:
+    """The value counts the configured rules read from each closed run of a window (``ProfilerRule.window_tests``)."""
+    return window_tests([test for run in runs for rule in run.rules for test in rule.window_tests()])
 
 
 def _scan_interval(run: RuleRun) -> int:

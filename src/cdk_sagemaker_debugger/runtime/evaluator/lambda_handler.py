@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from . import cloudwatch, dispatch, mlflow_export
+from . import cloudwatch, dispatch, fanout, mlflow_export
 from .caps import CapExceeded, Caps, instance_count
 from .contract_shared import DEFAULT_NAMESPACE, JOB_FAMILY_ENV, EvaluatorEnvironment, JobFamily, job_tags
 from .engine import PROFILER_REPORT, Evaluator, RuleConfig, RuleResult, RuleRun
@@ -29,7 +29,7 @@ from .metric_rules import MetricEvaluation, is_metric_rule
 from .metric_rules import render_html as render_metric_html
 from .metric_rules import source_label as metric_source_label
 from .publish import continuation_event, emf_lines, emit_emf, put_events, status_change_event
-from .reading import Cursor, feed, list_new_files
+from .reading import Cursor, feed, list_new_files, prepare
 from .report import HTML_NAME, SUMMARY_NAME, report_files, summary
 from .rules import MaxInitializationTime, epoch_seconds
 from .state import ConcurrentUpdateError, DamagedStateError, S3StateStore, state_key
@@ -66,6 +66,11 @@ class Settings:
     queue_url: str = ""
     #: What one job's evaluation may cost (caps.py); past a cap that job's rules report Error.
     caps: Caps = field(default_factory=Caps)
+    #: A run whose new system metrics files are more than this many bytes, of more than one node, reads them in node
+    #: shards in parallel (fanout.py); 0: never.
+    fanout_bytes: int = fanout.FANOUT_BYTES
+    #: At most this many bytes of whole nodes' files per shard.
+    shard_bytes: int = fanout.SHARD_BYTES
 
     @property
     def evaluator_id(self) -> str:
@@ -90,7 +95,9 @@ class Settings:
         return cls(family, rules, source, env.get(names.EVENT_BUS_NAME, "default"),
                    env.get(names.METRIC_NAMESPACE, DEFAULT_NAMESPACE),
                    float(env.get(names.SAFETY_MARGIN_SECONDS, "30")), int(env.get(names.READ_WORKERS, "4")),
-                   env.get(names.PROFILER_S3_URI, ""), env.get(names.JOB_QUEUE_URL, ""))
+                   env.get(names.PROFILER_S3_URI, ""), env.get(names.JOB_QUEUE_URL, ""),
+                   fanout_bytes=int(env.get(names.FANOUT_BYTES, fanout.FANOUT_BYTES)),
+                   shard_bytes=int(env.get(names.SHARD_BYTES, fanout.SHARD_BYTES)))
 
 
 class Clients:
@@ -205,15 +212,21 @@ class JobRun:
 
 
 def run_profiler(run: JobRun, store: S3Store, terminal: bool, deadline: float, settings: Settings,
-                 nodes: int | None = None) -> None:
-    """Read the job's new profiler files (of its ``nodes`` instances only) and evaluate; CapExceeded past a cap."""
+                 nodes: int | None = None, fan_out: fanout.Starter | None = None) -> None:
+    """Read the job's new profiler files (of its ``nodes`` instances only) and evaluate; CapExceeded past a cap.
+    ``fan_out``: how node shards are started when there are many."""
     state = run.state
     sys_cursor = Cursor.from_state(state.get("system_cursor"))
     fw_cursor = Cursor.from_state(state.get("framework_cursor"))
     listing = list_new_files(store, sys_cursor, fw_cursor, nodes=nodes)
-    ended = terminal or listing.ended
+    split = fanout.split_listing(listing, fanout_bytes=settings.fanout_bytes,
+                                 shard_bytes=settings.shard_bytes) if fan_out is not None else None
+    left_for_later = bool(split and split[1])  # a fanned-out run takes a few minutes of files; the rest comes next
+    ended = (terminal or listing.ended) and not left_for_later
+    prepare(run.evaluator, listing)
+    digests = fan_out(run.evaluator, listing, split[0]) if fan_out is not None and split is not None else None
     outcome = feed(run.evaluator, store, listing, final=ended, deadline=deadline, read_workers=settings.read_workers,
-                   caps=settings.caps)
+                   caps=settings.caps, digests=digests, prepared=True)
     sys_cursor.advance(outcome.system_consumed, versions=outcome.versions)
     fw_cursor.advance(outcome.framework_consumed, versions=outcome.versions)
     # files named in the future are reported once and never read; they must not move the cursors' time
@@ -222,7 +235,7 @@ def run_profiler(run: JobRun, store: S3Store, terminal: bool, deadline: float, s
     state["system_cursor"] = sys_cursor.to_state()
     state["framework_cursor"] = fw_cursor.to_state()
     run.windows = outcome.windows
-    run.complete = outcome.complete
+    run.complete = outcome.complete and not left_for_later
     # A job that ended without writing any profiler data is final too: its rules say "not applicable".
     run.final = ended and outcome.complete and (run.evaluator.origin_us is not None or terminal)
 
@@ -384,6 +397,7 @@ class JobContext:
     store: S3Store | None
     now: float
     deadline: float
+    fan_out: fanout.Starter | None = None
 
 
 def job_not_found(exc: BaseException) -> bool:
@@ -465,9 +479,13 @@ def evaluate_held(job: str, description: dict[str, Any], settings: Settings, cli
     pending = bool(state and (state.get("outbox") or state.get("reports_due")))
     if state and state.get("final") and not pending:
         return {"job": job, "result": "already final"}
-    ctx = JobContext(job, description, description.get("TrainingJobStatus") in TERMINAL,
-                     profiler_store(description, clients.s3, settings.profiler_s3_uri), now,
-                     deadline)
+    store = profiler_store(description, clients.s3, settings.profiler_s3_uri)
+    fan_out = None
+    if store is not None and settings.queue_url and settings.fanout_bytes > 0:
+        fan_out = fanout.starter(store, s3=clients.s3, sqs=clients.sqs, queue_url=settings.queue_url, job=job,
+                                 bucket=bucket, state_key=key, read_workers=settings.read_workers)
+    ctx = JobContext(job, description, description.get("TrainingJobStatus") in TERMINAL, store, now, deadline,
+                     fan_out)
     while True:
         run = start_run(ctx, stored, settings)
         if run is None:
@@ -559,7 +577,8 @@ def advance(run: JobRun, ctx: JobContext, settings: Settings, clients: Clients) 
             if ctx.store is None:
                 raise ConfigurationError(f"{ctx.job}: SOURCE=PROFILER but neither the job's ProfilerConfig.S3OutputPath "
                                          "nor the evaluator's PROFILER_S3_URI says where its profiler files are")
-            run_profiler(run, ctx.store, ctx.terminal, ctx.deadline, settings, nodes=instance_count(ctx.description))
+            run_profiler(run, ctx.store, ctx.terminal, ctx.deadline, settings, nodes=instance_count(ctx.description),
+                         fan_out=ctx.fan_out)
         else:
             run_cloudwatch(run, ctx.description, clients, ctx.terminal, ctx.now, ctx.deadline)
         if run.metrics is not None:
@@ -662,7 +681,9 @@ def handler(event: Any, context: Any, *, clients: Clients | None = None,
     deadline = time.monotonic() + max(remaining - settings.safety_margin_s, 1.0)
     records = dispatch.sqs_records(event)
     if records is not None:  # one job per message: its own invocation
-        return dispatch.evaluate_records(records, lambda job: evaluate_job(job, settings, clients, deadline))
+        return dispatch.evaluate_records(records, lambda job: evaluate_job(job, settings, clients, deadline),
+                                         lambda shard: fanout.work_on_shards(shard, clients.s3, deadline,
+                                                                             settings.read_workers))
     if settings.queue_url:  # list the jobs, queue one message each
         jobs = jobs_for_event(event, settings, clients)
         return {"jobs": dispatch.enqueue(clients.sqs, settings.queue_url, jobs, event, time.time())}

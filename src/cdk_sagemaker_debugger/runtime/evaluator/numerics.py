@@ -7,8 +7,11 @@ arithmetic step by step. Matching to the last bit matters only at exact threshol
 from __future__ import annotations
 
 import math
-from collections import Counter
 from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .stats import ExactHistogram
 
 _PAIRWISE_BLOCK = 128
 
@@ -81,80 +84,7 @@ def median(values: Sequence[float]) -> float:
     return quantile(values, 0.5)
 
 
-class CountedValues:
-    """A multiset of floats kept as value -> count: exact quantiles in memory bounded by the number of distinct values.
-
-    GPU utilisation and memory are integers 0-100, so a whole job's history costs a few hundred bytes instead of one float
-    per sample, which is what keeps long jobs inside a Lambda's memory.
-    """
-
-    __slots__ = ("counts", "n", "_sorted")
-
-    def __init__(self, counts: dict[float, int] | None = None):
-        self.counts: Counter[float] = Counter(counts or {})
-        self.n = sum(self.counts.values())
-        self._sorted: list[tuple[float, int]] | None = None
-
-    def add(self, value: float) -> None:
-        self.counts[value] += 1
-        self.n += 1
-        self._sorted = None
-
-    def extend(self, values: Iterable[float]) -> None:
-        before = self.n
-        counts = self.counts
-        for v in values:
-            counts[v] += 1
-            before += 1
-        self.n = before
-        self._sorted = None
-
-    def clear(self) -> None:
-        self.counts.clear()
-        self.n = 0
-        self._sorted = None
-
-    def _items(self) -> list[tuple[float, int]]:
-        if self._sorted is None:
-            self._sorted = sorted(self.counts.items())
-        return self._sorted
-
-    def _at(self, index: int) -> float:
-        seen = 0
-        for value, count in self._items():
-            seen += count
-            if index < seen:
-                return float(value)
-        raise IndexError(index)
-
-    def quantile(self, q: float) -> float:
-        n = self.n
-        if n == 0:
-            raise ValueError("quantile of an empty multiset")
-        h = (n - 1) * q
-        lo = math.floor(h)
-        if lo >= n - 1:
-            return self.max()
-        return _lerp(self._at(lo), self._at(lo + 1), h - lo)
-
-    def quantiles(self, qs: Sequence[float]) -> list[float]:
-        return [self.quantile(q) for q in qs]
-
-    def max(self) -> float:
-        return float(self._items()[-1][0])
-
-    def min(self) -> float:
-        return float(self._items()[0][0])
-
-    def to_state(self) -> list[list[float]]:
-        return [[v, c] for v, c in self.counts.items()]
-
-    @classmethod
-    def from_state(cls, pairs: list[list[float]]) -> CountedValues:
-        return cls({float(v): int(c) for v, c in pairs})
-
-
-def box_plot(values: CountedValues) -> dict[str, float]:
+def box_plot(values: ExactHistogram) -> dict[str, float]:
     """p25/p50/p75/p95 with whiskers ``upper = min(p75 + 1.5 iqr, max)`` and ``lower = max(p25 - 1.5 iqr, min)``."""
     p25, p50, p75, p95 = values.quantiles((0.25, 0.5, 0.75, 0.95))
     iqr = p75 - p25
@@ -235,3 +165,12 @@ def jensen_shannon_distance(h1: Sequence[float], h2: Sequence[float]) -> float:
 
     js = 0.5 * kl(p, m) + 0.5 * kl(q, m)
     return math.sqrt(max(js, 0.0))
+
+
+def __getattr__(name: str) -> Any:
+    """``CountedValues``, the value multiset, moved to stats.py as ``ExactHistogram`` (PEP 562 keeps the old name)."""
+    if name == "CountedValues":
+        from .stats import ExactHistogram
+
+        return ExactHistogram
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

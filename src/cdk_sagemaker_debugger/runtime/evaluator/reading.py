@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any
+from typing import Any, Protocol
 
 from .caps import CapExceeded, Caps, cap_reason
 from .contract_shared import reported_text
@@ -364,14 +364,17 @@ def _framework_origin(evaluator: Evaluator, first: SystemFile, framework: list[F
     return framework[0].timestamp_us
 
 
-def feed(evaluator: Evaluator, store: Store, listing: Listing, *, final: bool, deadline: float | None = None,
-         progress: ProgressCallback | None = None, read_workers: int = 4, caps: Caps | None = None) -> RunOutcome:
-    """Read the listed files in time order into ``evaluator`` and evaluate every window that becomes complete.
+class Digests(Protocol):
+    """System files a node shard already read (fanout.py): ``covers`` says which, ``apply`` merges one into the
+    evaluator in place of reading it (at the file's turn in the time order) and returns what was read of it."""
 
-    ``final`` says no more files will ever come (a post-hoc run, or training has ended). ``deadline``
-    (``time.monotonic()``) stops reading and evaluating; the outcome is then not complete. Raises ``CapExceeded``
-    when the files go past one of ``caps`` (caps.py): the job's evaluation ends there.
-    """
+    def covers(self, file: SystemFile) -> bool: ...
+
+    def apply(self, evaluator: Evaluator, file: SystemFile) -> Version: ...
+
+
+def prepare(evaluator: Evaluator, listing: Listing) -> bool:
+    """Note the listing's problems and newest files and set T0 if unset; False: nothing to evaluate yet (no T0)."""
     for problem in listing.problems:
         evaluator.stats.bad_files += 1
         evaluator.stats.note(problem)
@@ -379,48 +382,95 @@ def feed(evaluator: Evaluator, store: Store, listing: Listing, *, final: bool, d
         evaluator.stats.foreign_files += listing.foreign
         evaluator.stats.note(f"{listing.foreign} file(s) named for a node outside the job's cluster (algo-1 .. "
                              f"algo-{listing.nodes}) were not read")
-    budget = Budget(caps)
-    try:
-        return _feed(evaluator, store, listing, final, deadline, progress, read_workers, budget)
-    finally:
-        if budget.foreign_records:
-            evaluator.stats.foreign_records += budget.foreign_records
-            evaluator.stats.note(f"{budget.foreign_records:,} record(s) whose NodeId is not the node their file is "
-                                 "named for were not evaluated")
-
-
-def _feed(evaluator: Evaluator, store: Store, listing: Listing, final: bool, deadline: float | None,
-          progress: ProgressCallback | None, read_workers: int, budget: Budget) -> RunOutcome:
     system, framework = listing.system, listing.framework
     evaluator.note_listing(system[-1].timestamp_us if system else None,
                            framework[-1].timestamp_us if framework else None)
-    ended = final or listing.ended
     if evaluator.origin_us is None:
         if not system:
-            return RunOutcome(True, 0, [], [], list(listing.ignored))
+            return False
         evaluator.set_origin(system[0].timestamp_us, _framework_origin(evaluator, system[0], framework))
+    return True
+
+
+def consume(evaluator: Evaluator, item: SystemFile | FrameworkFile, data: bytes | Exception, etag: str | None,
+            known: Version | None, reread: bool, budget: Budget) -> Version:
+    """Evaluate the bytes of one listed file (or its read failure); returns what was read of it (None: nothing).
+    ``reread``: the key was consumed before in the version ``known``; only what was appended since is evaluated.
+    ``budget``: what this run read so far, held against the job's caps (CapExceeded past one)."""
+    key = item.key
+    version: Version = None
+    if not isinstance(data, Exception):
+        listed_size = len(data)
+        try:
+            data = inflate(data, MAX_FILE_BYTES)
+        except ValueError as exc:
+            data = ValueError(f"{exc}; the file is not evaluated")
+    if not isinstance(data, Exception):
+        version = [listed_size, etag, _digest(data), len(data)]
+        if reread:
+            data = _appended_part(evaluator, item, key, data, known)
+    if data is not None:
+        _read_into(evaluator, item, key, data, budget)
+    return version
+
+
+def note_foreign_records(evaluator: Evaluator, count: int) -> None:
+    if count:
+        evaluator.stats.foreign_records += count
+        evaluator.stats.note(f"{count:,} record(s) whose NodeId is not the node their file is named for were not "
+                             "evaluated")
+
+
+def feed(evaluator: Evaluator, store: Store, listing: Listing, *, final: bool, deadline: float | None = None,
+         progress: ProgressCallback | None = None, read_workers: int = 4, caps: Caps | None = None,
+         digests: Digests | None = None, prepared: bool = False) -> RunOutcome:
+    """Read the listed files in time order into ``evaluator`` and evaluate every window that becomes complete.
+
+    ``final`` says no more files will ever come (a post-hoc run, or training has ended). ``deadline``
+    (``time.monotonic()``) stops reading and evaluating; the outcome is then not complete. Raises ``CapExceeded``
+    when the files go past one of ``caps`` (caps.py): the job's evaluation ends there. ``digests``: system files
+    node shards read (fanout.py), merged at their turn instead of being read here. ``prepared``: :func:`prepare` was
+    called already.
+    """
+    if not prepared and not prepare(evaluator, listing):
+        return RunOutcome(True, 0, [], [], list(listing.ignored))
+    if evaluator.origin_us is None:
+        return RunOutcome(True, 0, [], [], list(listing.ignored))
+    budget = Budget(caps)
+    try:
+        return _feed(evaluator, store, listing, final, deadline, progress, read_workers, budget, digests)
+    finally:
+        note_foreign_records(evaluator, budget.foreign_records)
+
+
+def _feed(evaluator: Evaluator, store: Store, listing: Listing, final: bool, deadline: float | None,
+          progress: ProgressCallback | None, read_workers: int, budget: Budget,
+          digests: Digests | None) -> RunOutcome:
+    system, framework = listing.system, listing.framework
+    ended = final or listing.ended
     # Interleave: framework files are read up to four minutes ahead of the system clock.
     order: list[tuple[int, int, Any]] = [(f.timestamp_us, 1, f) for f in system]
     order += [(f.timestamp_us - FRAMEWORK_LOOKAHEAD_US - 60_000_000, 0, f) for f in framework]
     order.sort(key=lambda item: (item[0], item[1], item[2].key))
     horizons = _Horizons(evaluator, system, framework, ended)
     outcome = RunOutcome(True, 0, [], [], list(listing.ignored))
-    keys = [item[2].key for item in order]
-    for done, (key, data) in enumerate(_prefetch(store, keys, read_workers, listing.sizes)):
-        item = order[done][2]
-        if not isinstance(data, Exception):
-            listed_size = len(data)
-            try:
-                data = inflate(data, MAX_FILE_BYTES)
-            except ValueError as exc:
-                data = ValueError(f"{exc}; the file is not evaluated")
-        if not isinstance(data, Exception):
-            outcome.versions[key] = [listed_size, listing.etags.get(key), _digest(data), len(data)]
-            if key in listing.reread:
-                data = _appended_part(evaluator, item, key, data, listing.reread[key])
-        if data is not None:
-            _read_into(evaluator, item, key, data, budget)
-        del data
+
+    def digested(item: Any) -> bool:
+        return digests is not None and isinstance(item, SystemFile) and digests.covers(item)
+
+    keys = [item[2].key for item in order if not digested(item[2])]
+    reads = _prefetch(store, keys, read_workers, listing.sizes)
+    for done, (_, _, item) in enumerate(order):
+        key = item.key
+        if digests is not None and digested(item):
+            version = digests.apply(evaluator, item)
+        else:
+            _, data = next(reads)
+            version = consume(evaluator, item, data, listing.etags.get(key), listing.reread.get(key),
+                              key in listing.reread, budget)
+            del data
+        if version is not None:
+            outcome.versions[key] = version
         if isinstance(item, SystemFile):
             horizons.sys_pos += 1
             outcome.system_consumed.append((item.timestamp_us, item.key))
@@ -435,6 +485,7 @@ def _feed(evaluator: Evaluator, store: Store, listing: Listing, final: bool, dea
         if deadline is not None and time.monotonic() > deadline and done + 1 < len(order):
             outcome.complete = False
             break
+    reads.close()
     sys_through, fw_through = horizons()
     outcome.windows += evaluator.process(system_through_us=sys_through, framework_through_us=fw_through,
                                          ended=ended and outcome.complete, deadline=deadline)

@@ -13,7 +13,6 @@ from typing import Any, ClassVar
 
 from .codec import decode, encode, stateful
 from .numerics import (
-    CountedValues,
     box_plot,
     histogram,
     jensen_shannon_distance,
@@ -23,7 +22,8 @@ from .numerics import (
     quantile_sorted,
 )
 from .readers import TraceEvent
-from .window import USAGE_METRICS, WindowContext
+from .stats import ExactHistogram
+from .window import CPU_COLUMN, GPU_COLUMN, IO_COLUMN, USAGE_METRICS, WindowContext
 
 MAX_DATAPOINTS = 1_000_000
 STEP_MARKER = "Step:ModeKeys"
@@ -134,6 +134,11 @@ class ProfilerRule:
     def evaluate(self, ctx: WindowContext) -> bool:
         raise NotImplementedError
 
+    def window_tests(self) -> list[tuple[int, str, Any]]:
+        """(column, operator, limit): the counts of a window run's values this rule reads with ``SystemWindow.count``
+        (the window keeps counts, not the values; window.py)."""
+        return []
+
     def settle(self) -> None:
         """Bring report details that are costly per window, and only ever read with the results, up to date."""
 
@@ -176,7 +181,7 @@ class _Recent:
     STATE_TAG = "recent"
 
     def __init__(self, keep: int):
-        self.history = CountedValues()
+        self.history = ExactHistogram()
         self.recent: deque[float] = deque(maxlen=max(int(keep), 1))
 
     def extend(self, values: list[float]) -> None:
@@ -599,11 +604,16 @@ class _BottleneckRule(ProfilerRule):
         self.breakdown = FrameworkBreakdown()
         self.breakdown_used = False
 
+    def window_tests(self) -> list[tuple[int, str, Any]]:
+        return [(GPU_COLUMN, "<", self.params["gpu_threshold"]),
+                (self.HIGH_COLUMN, ">", self.params[self.HIGH_PARAMETER])]
+
     def evaluate(self, ctx: WindowContext) -> bool:
         gpu_limit = self.params["gpu_threshold"]
         high_limit = self.params[self.HIGH_PARAMETER]
         column = self.HIGH_COLUMN
         gap = self.SNAPSHOT_GAP_S
+        count = ctx.system.count
         gpu_low: dict[float, int] = {}
         high: dict[float, int] = {}
         snapshot = self.timestamp
@@ -613,19 +623,15 @@ class _BottleneckRule(ProfilerRule):
             if abs(snapshot - ts) > gap:
                 snapshot = ts
                 datapoints += 1
-            gpus = run[1]
-            if gpus:
-                low = sum(1 for v in gpus if v < gpu_limit)
-                if low:
-                    if snapshot not in gpu_low:
-                        gpu_low[snapshot] = 0
-                        self.low_gpu += 1
-                    gpu_low[snapshot] += low
-            values = run[column]
-            if values:
-                busy = sum(1 for v in values if v > high_limit)
-                if busy:
-                    high[snapshot] = high.get(snapshot, 0) + busy
+            low = count(run, GPU_COLUMN, "<", gpu_limit)
+            if low:
+                if snapshot not in gpu_low:
+                    gpu_low[snapshot] = 0
+                    self.low_gpu += 1
+                gpu_low[snapshot] += low
+            busy = count(run, column, ">", high_limit)
+            if busy:
+                high[snapshot] = high.get(snapshot, 0) + busy
         self.timestamp = snapshot
         self.datapoints = datapoints
         this_window = []
@@ -666,7 +672,7 @@ class _BottleneckRule(ProfilerRule):
 class CPUBottleneck(_BottleneckRule):
     name = "CPUBottleneck"
     PARAMETERS = (("threshold", 50), ("cpu_threshold", 90), ("gpu_threshold", 10), ("patience", 1000))
-    HIGH_COLUMN = 2
+    HIGH_COLUMN = CPU_COLUMN
     HIGH_PARAMETER = "cpu_threshold"
     summary = "GPUs idle while CPU cores are saturated in more than `threshold` percent of the samples"
 
@@ -674,7 +680,7 @@ class CPUBottleneck(_BottleneckRule):
 class IOBottleneck(_BottleneckRule):
     name = "IOBottleneck"
     PARAMETERS = (("threshold", 50), ("io_threshold", 50), ("gpu_threshold", 10), ("patience", 1000))
-    HIGH_COLUMN = 3
+    HIGH_COLUMN = IO_COLUMN
     HIGH_PARAMETER = "io_threshold"
     summary = "GPUs idle while cores wait on I/O in more than `threshold` percent of the samples"
 
@@ -930,7 +936,7 @@ class OverallSystemUsage(ProfilerRule):
 
     def __init__(self, **params: Any):
         super().__init__(**params)
-        self.values: dict[str, dict[str, CountedValues]] = {m: {} for m in USAGE_METRICS}
+        self.values: dict[str, dict[str, ExactHistogram]] = {m: {} for m in USAGE_METRICS}
         self.carry: dict[str, dict[str, list[float]]] = {m: {} for m in USAGE_METRICS}
         self.cpu_names: set[str] = set()
         self.gpu_names: set[str] = set()
@@ -950,15 +956,12 @@ class OverallSystemUsage(ProfilerRule):
                     continue
                 counted = store.get(node)
                 if counted is None:
-                    counted = store[node] = CountedValues()
+                    counted = store[node] = ExactHistogram()
                 pending = carry.pop(node, None)
                 for ts, total in sums.items():
                     if pending is not None and ts == pending[0]:
                         # a record exactly on a window boundary is read by both windows and summed under one key
-                        counted.counts[pending[1]] -= 1
-                        if not counted.counts[pending[1]]:
-                            del counted.counts[pending[1]]
-                        counted.n -= 1
+                        counted.remove(pending[1])
                         total += pending[1]
                         pending = None
                     counted.add(total)
