@@ -83,7 +83,7 @@ def test_resolved_imports_see_relative_imports_of_a_subpackage():
     members = resolved_imports(PACKAGE / "model" / "request" / "members.py")
     assert "cdk_sagemaker_debugger.model.errors" in members
     job = resolved_imports(PACKAGE / "constructs" / "training_job" / "__init__.py")
-    assert {"cdk_sagemaker_debugger.constructs.family", "cdk_sagemaker_debugger.constructs.training_job.engines"} <= job
+    assert {"cdk_sagemaker_debugger.constructs.family", "cdk_sagemaker_debugger.constructs.training_job.steps"} <= job
 
 
 def test_runtime_imports_no_cdk_and_nothing_outside_its_subpackage():

@@ -1,10 +1,10 @@
 """ProfiledTrainingJob: a validated CreateTrainingJob request with profiler and debugger rules, launched by Step Functions
 (.sync).
 
-The job is a package, one part per concept: ``.channels`` (input channels), ``.props`` (prop checks that need
-the construct), ``.execution_role`` (the role's statements and their cdk-nag findings), ``.state_machine``
-(naming, launching, run on deploy), ``.pipeline`` (the Pipelines step) and ``.engines`` (what each rule engine
-adds). The request's members are rendered in ``model/request/``.
+The job is a package, one part per concept: ``.steps`` (the constructor's steps), ``.channels`` (input channels),
+``.props`` (prop checks that need the construct), ``.execution_role`` (the role's statements and their cdk-nag
+findings), ``.state_machine`` (naming, launching, run on deploy), ``.pipeline`` (the Pipelines step) and
+``.engines`` (what each rule engine adds). The request's members are rendered in ``model/request/``.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from ...model.distribution import Distribution
 from ...model.errors import ConfigurationError
 from ...model.frameworks import FrameworkInfo
 from ...model.images import partition_of
-from ...model.job_family import check_job_tags, job_name_pattern
+from ...model.job_family import job_name_pattern
 from ...model.profiler_config import ProfilerConfig
 from ...model.request.members import (
     ExperimentConfig,
@@ -45,27 +45,15 @@ from ...model.request.members import (
     TrainingImageConfig,
     request_members,
 )
-from ...model.request.training import normalize_string_map
 from ...model.rule_engine import RuleEngine
-from .._cdk.compliance import acknowledge_compliance
-from .._cdk.images import concrete_region
-from .._cdk.lazy import LazyPath
-from .._cdk.nag import Findings
 from ..family import TrainingJobs, family_metric
-from ..output_locations import claim_output_location
 from ..rule_set import ProfilerRuleSet
 from ..sampler import DEFAULT_SAMPLER, Sampler
-from . import engines, multinode, props
+from . import props, steps
 from ._shared import PSEUDO, WARNING_PREFIX
 from .channels import InputChannel
-from .coarse_sampling import warn_about_coarse_sampling
-from .execution_role import ExecutionPolicy
-from .network import place_in_vpc
-from .outputs import create_output_bucket, output_location
 from .pipeline import pipeline_step as _pipeline_step
-from .profiling import choose_profiling
 from .request import render_job_request
-from .state_machine import create_launch, start_on_deploy
 
 __all__ = ["ProfiledTrainingJob", "InputChannel", "family_metric"]
 
@@ -306,31 +294,19 @@ class ProfiledTrainingJob(Construct):
     ) -> None:
         """Every prop is checked before the first resource exists; the props are documented on the class."""
         super().__init__(scope, id)
-        self._where = LazyPath(self)  # each CDK call is a jsii round trip: the path is computed only for an error
-        self._stack = scope if isinstance(scope, cdk.Stack) else cdk.Stack.of(self)
-        self._region = concrete_region(self._stack)
-        self._findings = Findings(self, self._stack)  # cdk-nag acknowledgements, written once at the end
-        self._warnings: set[str] = set()
+        steps.start(self, scope)
         props.check_identity(
             self, job_name_prefix=job_name_prefix, training_image=training_image, algorithm_name=algorithm_name,
             output_prefix=output_prefix, training_input_mode=training_input_mode, instance_type=instance_type,
             instance_count=instance_count, volume_size_in_gb=volume_size_in_gb)
-        self._record_identity(job_name_prefix, training_image, algorithm_name, training_input_mode, instance_type,
+        steps.record_identity(self, job_name_prefix, training_image, algorithm_name, training_input_mode, instance_type,
                               instance_count, volume_size_in_gb)
-        self._engine = engines.bind(rule_engine, self)
-        self.rule_engine: RuleEngine = rule_engine
-        self.profiler = props.check_profiler(self, profiler, instance_type)
-        self.rule_set = props.check_rule_set(self, rule_set)
-        self.distribution = props.check_distribution(self, distribution)
-        self._stopping = props.check_stopping_condition(self, max_runtime, max_wait, use_spot_instances)
-        self.max_runtime, self.max_wait, self.use_spot_instances = max_runtime, max_wait, use_spot_instances
-        checkpoint_s3_uri, checkpoint_local_path, encrypt_inter_container_traffic = multinode.resolve_props(
-            self, checkpoints=checkpoints, checkpoint_s3_uri=checkpoint_s3_uri, checkpoint_local_path=checkpoint_local_path,
-            encrypt_inter_container_traffic=encrypt_inter_container_traffic,
-            enable_inter_container_traffic_encryption=enable_inter_container_traffic_encryption)
-        props.check_dependent_props(self, checkpoint_s3_uri, checkpoint_local_path, vpc, vpc_subnets, security_groups)
-        self.checkpoint_s3_uri, self.checkpoint_local_path = checkpoint_s3_uri, checkpoint_local_path
-        self._record_container_props(
+        steps.record_engine(self, rule_engine, profiler, rule_set, distribution, instance_type)
+        steps.record_stopping(self, max_runtime, max_wait, use_spot_instances)
+        encrypt_inter_container_traffic = steps.record_checkpoints(self,
+            checkpoints, checkpoint_s3_uri, checkpoint_local_path, encrypt_inter_container_traffic,
+            enable_inter_container_traffic_encryption, vpc=vpc, vpc_subnets=vpc_subnets, security_groups=security_groups)
+        steps.record_container_props(self,
             hyperparameters=hyperparameters, environment=environment, inputs=inputs, tags=tags, volume_kms_key=volume_kms_key,
             training_image_repository=training_image_repository, enable_network_isolation=enable_network_isolation,
             encrypt_inter_container_traffic=encrypt_inter_container_traffic)
@@ -342,79 +318,10 @@ class ProfiledTrainingJob(Construct):
             infra_check=infra_check, remote_debug=remote_debug, container_entrypoint=container_entrypoint,
             container_arguments=container_arguments, experiment_config=experiment_config, mlflow=mlflow,
             session_tag_chaining=session_tag_chaining, request_overrides=request_overrides)
-        self.sampler = choose_profiling(self, sampler)
-        warn_about_coarse_sampling(self)
-        self.output_bucket = create_output_bucket(self, output_bucket, output_kms_key)
-        self._record_output_location(output_kms_key, output_prefix)
-        self._add_initial_debugger_rules(debugger_rules, debug_hook, tensorboard)
-        multinode.attach_code(self, code)
-        self._policy = ExecutionPolicy(self)
-        self.role = role if role is not None else self._policy.create_role(vpc is not None)
-        multinode.grant_job_locations(self)
-        self._role_arn = self.role.role_arn
-        claim_output_location(self, bucket=self.output_bucket, prefix=self.output_prefix,
-                              names=f"{self.job_name_prefix}-", roles=[self._role_arn], what="the training job")
-        self.vpc, self.security_groups, self._subnet_ids = place_in_vpc(self, vpc, vpc_subnets, security_groups)
-        self._security_group_ids = [sg.security_group_id for sg in self.security_groups]
-        multinode.secure_cluster_network(self, created=not security_groups)
-        launch = create_launch(self)
-        self.naming_state, self.launch_state = launch.naming_state, launch.launch_state
-        self.log_group, self.state_machine = launch.log_group, launch.state_machine
-        props.StackValidation.register(self)
-        self.evaluator = self._engine.attach(evaluator)
-        if "training_jobs" in self.__dict__:  # the family was taken before the evaluator existed
-            self.training_jobs.origin.evaluator = self.evaluator  # type: ignore[union-attr]
-        self._findings.flush()
-        acknowledge_compliance(self, "ProfiledTrainingJob", known=self._findings.resources)
-        self.deploy_trigger = start_on_deploy(self) if run_on_deploy else None
-
-    # -- construction steps, in the order __init__ runs them ---------------------------------------------------------
-    def _record_identity(self, job_name_prefix: str, training_image: str | None, algorithm_name: str | None,
-                         training_input_mode: str, instance_type: str, instance_count: int,
-                         volume_size_in_gb: int) -> None:
-        """What the job is and what it runs on, once checked."""
-        self.job_name_prefix = job_name_prefix
-        self.training_image = training_image
-        self.algorithm_name = algorithm_name
-        self.training_input_mode = training_input_mode
-        self.instance_type = instance_type
-        self.instance_count = instance_count
-        self.volume_size_in_gb = volume_size_in_gb
-
-    def _record_container_props(self, *, hyperparameters: Mapping[str, Any] | None,
-                                environment: Mapping[str, Any] | None, training_image_repository: ecr.IRepository | None,
-                                volume_kms_key: kms.IKey | None, inputs: Sequence[InputChannel] | None,
-                                enable_network_isolation: bool, encrypt_inter_container_traffic: bool,
-                                tags: Mapping[str, str] | None) -> None:
-        """The container's inputs and settings; hyperparameters and environment become string maps (the API's)."""
-        self._hyperparameters = normalize_string_map(hyperparameters, field="hyperparameters", where=self._where)
-        self._environment = normalize_string_map(environment, field="environment", where=self._where)
-        self.training_image_repository = training_image_repository
-        self.volume_kms_key = volume_kms_key
-        self.inputs = tuple(inputs or ())
-        self.enable_network_isolation = enable_network_isolation
-        self.encrypt_inter_container_traffic = encrypt_inter_container_traffic
-        self.tags = check_job_tags(tags, where=self._where)
-
-    def _record_output_location(self, output_kms_key: kms.IKey | None, output_prefix: str) -> None:
-        """The S3 locations derived from the output bucket, and the sampler bundle."""
-        self.output_kms_key = output_kms_key
-        self._output_key_arn = output_kms_key.key_arn if output_kms_key is not None else None
-        self._volume_key_arn = self.volume_kms_key.key_arn if self.volume_kms_key is not None else None
-        location = output_location(self, self.output_bucket, output_prefix)
-        self.output_prefix, self.output_s3_uri = location.prefix, location.s3_uri
-        self._output_bucket_arn = location.bucket_arn
-        self.profiler_s3_uri = self.profiler.s3_output_path or self.output_s3_uri
-        self.sampler_bundle = self.sampler.bundle(self._stack) if self.sampler is not None else None
-        self.rule_output_s3_uri = self.output_s3_uri
-
-    def _add_initial_debugger_rules(self, debugger_rules: Sequence[Rule] | None,
-                                    debug_hook: DebugHookConfig | bool | None,
-                                    tensorboard: TensorBoardOutputConfig | None) -> None:
-        """Debugger's rules, hook and TensorBoard output through the rule engine's guard rails."""
-        self.debug_hook_setting = debug_hook
-        self.tensorboard = tensorboard
-        self._engine.add_initial_debugger_rules(() if debugger_rules is None else debugger_rules)
+        steps.create_outputs(self, sampler, output_bucket, output_kms_key, output_prefix, debugger_rules, debug_hook,
+                             tensorboard, code)
+        steps.create_role_and_network(self, role, vpc, vpc_subnets, security_groups)
+        steps.launch(self, evaluator, run_on_deploy)
 
     # ------------------------------------------------------------------------------------------------------------------
     @functools.cached_property
