@@ -105,9 +105,8 @@ class RuleAlarm(Construct):
             log_retention: retention of the handler's log group. Default: three months.
             max_messages_per_job: notifications per training job at most (1-1000). Default: 25.
             reserved_concurrency: concurrent handler runs at most (None: no reservation). Default: 5.
-            ops_topic: where the alarm's own two CloudWatch alarms notify on ALARM and OK. Default: an operations
-                topic of the alarm's own (``ops_topic``, no subscriber: subscribe your operations address to it),
-                encrypted with the alarm's topic key, or with a key of its own when ``topic_key`` is given.
+            ops_topic: where the alarm's two CloudWatch alarms notify on ALARM and OK. Default: a topic of its own
+                (``ops_topic``, no subscriber yet), encrypted with the topic key (its own key when ``topic_key`` is given).
         """
         super().__init__(scope, id)
         where = self.node.path
@@ -132,12 +131,15 @@ class RuleAlarm(Construct):
         self._create_rules()
         require_heard_evaluators(self)
         self._create_alarms()
+        self._notify_ops_topic(ops_topic, topic_key)
+        acknowledge_compliance(self, "RuleAlarm")
+
+    def _notify_ops_topic(self, ops_topic: sns.ITopic | None, topic_key: kms.IKey | None) -> None:
         #: True when the alarm created its ops topic (no ``ops_topic=``); a TrainingDashboard then adds its actions.
         self.ops_topic_created: bool = ops_topic is None
         #: Where the two alarms notify on ALARM and OK: the ``ops_topic`` given, or the alarm's own.
         self.ops_topic: sns.ITopic = ops_topic or own_ops_topic(self, None if topic_key else self.topic_key)
         AlarmActions(self.ops_topic).apply(self.dead_letter_alarm, self.errors_alarm)  # admitted there, no others
-        acknowledge_compliance(self, "RuleAlarm")
 
     def _use_family(self, training_jobs: TrainingJobs, rule_names: Sequence[str] | None, where: str) -> None:
         #: The jobs watched, and where they write.
