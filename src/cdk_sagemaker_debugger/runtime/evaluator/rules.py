@@ -22,7 +22,7 @@ from .numerics import (
     quantile_sorted,
 )
 from .readers import TraceEvent
-from .stats import ExactHistogram
+from .stats import ExactHistogram, key_sum
 from .window import CPU_COLUMN, GPU_COLUMN, IO_COLUMN, USAGE_METRICS, WindowContext
 
 MAX_DATAPOINTS = 1_000_000
@@ -184,8 +184,10 @@ class _Recent:
         self.history = ExactHistogram()
         self.recent: deque[float] = deque(maxlen=max(int(keep), 1))
 
-    def extend(self, values: list[float]) -> None:
-        self.history.extend(values)
+    def extend(self, values: list[float], history: list[float] | None = None) -> None:
+        """Append ``values`` to the rolling window and ``history`` (the values as keyed, default ``values``) to the
+        full history."""
+        self.history.extend(values if history is None else history)
         self.recent.extend(values)
 
     def __len__(self) -> int:
@@ -300,7 +302,9 @@ class BatchSize(ProfilerRule):
             series = self.cpu.get(node)
             if series is None:
                 series = self.cpu[node] = _Recent(window)
-            series.extend([total / cores for total in sums.values()])
+            # the rolling test (the verdict) reads the exact means; the box plots' history keys the sums (stats.key_sum)
+            totals = list(sums.values())
+            series.extend([total / cores for total in totals], [key_sum(total) / cores for total in totals])
         # The managed rule reports the window start under a standalone run and the first window's start
         # (its never-advanced clock) under ProfilerReport.
         last_timestamp = ctx.origin_us if ctx.in_report else ctx.start_us
@@ -961,10 +965,11 @@ class OverallSystemUsage(ProfilerRule):
                 for ts, total in sums.items():
                     if pending is not None and ts == pending[0]:
                         # a record exactly on a window boundary is read by both windows and summed under one key
-                        counted.remove(pending[1])
+                        keyed = key_sum(pending[1])  # (a state saved before the keying holds the exact sum)
+                        counted.remove(keyed if keyed in counted.counts else pending[1])
                         total += pending[1]
                         pending = None
-                    counted.add(total)
+                    counted.add(key_sum(total))  # keyed at stats.SUM_RESOLUTION: distinct keys bounded by the range
                     if ts == boundary:
                         carry[node] = [ts, total]
                 if metric == "CPU":

@@ -10,9 +10,9 @@ not by how many were added:
     value -> count (a multiset). Quantiles are numpy's default ("linear") quantile of the values, bit for bit; min,
     max. Its size is the number of *distinct* values: bounded by ``range / resolution + 1`` for a metric with a fixed
     resolution (utilisation percentages as integers or with one or two decimals, whose sums over a few GPUs are
-    exact in floating point). Sums of many floating-point values (per-timestamp sums over 192 cores) are kept exact
-    too, so their distinct values are the distinct floating-point sums: still bounded by the value range, but much
-    more of them (docs/evaluator.md, "State and cost per minute").
+    exact in floating point). Sums of many floating-point values (per-timestamp sums over 192 cores) are keyed
+    through :func:`key_sum` first, at ``SUM_RESOLUTION`` (docs/evaluator.md, "Incremental, crash-safe, bounded"):
+    their exact float sums would each be a new key, their distinct keys grow with the job's age.
 ``Moments``
     count, exact sum (math.fsum partials, so merging in any order gives the correctly rounded sum), min and max.
 ``FixedBins``
@@ -47,6 +47,22 @@ def merge(a: T, b: T) -> T:
         raise TypeError(f"cannot merge a {type(b).__name__} into a {type(a).__name__}")
     a.merge(b)  # type: ignore[arg-type]
     return a
+
+
+# The resolution at which per-timestamp sums are keyed in a histogram: 1e-3 of a percentage point of the sum. The
+# profiler writes utilisation with at most two decimals, so the exact decimal sum is a multiple of 0.01 and rounding
+# the floating-point sum to three decimals gives the double nearest that exact sum (the drift of adding 192 floats in
+# arrival order, ~1e-12, is what made every sum a key of its own). Distinct keys: at most range / SUM_RESOLUTION + 1,
+# and for two-decimal inputs range / 0.01 + 1. A quantile moves by at most SUM_RESOLUTION / 2 (a linear quantile is
+# monotone in each value and moves by no more than the largest move of a value).
+SUM_DIGITS = 3
+SUM_RESOLUTION = 10.0 ** -SUM_DIGITS
+
+
+def key_sum(total: float) -> float:
+    """A per-timestamp sum as kept in a histogram: ``total`` rounded to ``SUM_DIGITS`` decimals (the double nearest
+    that decimal); idempotent, so keys merged or counted twice stay one key."""
+    return round(total, SUM_DIGITS)
 
 
 def _lerp(a: float, b: float, t: float) -> float:
