@@ -113,8 +113,7 @@ def launch(job: JobParts, evaluator: Any, run_on_deploy: bool) -> None:
     job.evaluator = job._engine.attach(evaluator)
     if "training_jobs" in job.__dict__:  # the family was taken before the evaluator existed
         job.training_jobs.origin.evaluator = job.evaluator  # type: ignore[union-attr]
-    job._findings.flush()
-    acknowledge_compliance(job, "ProfiledTrainingJob", known=job._findings.resources)
+    acknowledge_compliance(job, "ProfiledTrainingJob", findings=job._findings)  # with the cdk-nag ones, at synthesis
     job.deploy_trigger = start_on_deploy(job) if run_on_deploy else None
 
 def record_identity(job: JobParts, job_name_prefix: str, training_image: str | None, algorithm_name: str | None,
