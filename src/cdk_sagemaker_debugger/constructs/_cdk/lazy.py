@@ -42,12 +42,13 @@ def path_of(scope: IConstruct) -> str:
     return path
 
 
-def remember_path(child: IConstruct, parent: IConstruct, id: str) -> None:
-    """Record the path of ``child``, just created with ``id`` under ``parent``, the way ``constructs`` spells it (the
-    parent's path, ``/``, the id with its separators as ``--``) instead of asking Node.js for it later."""
+def remember_path(child: IConstruct, parent: IConstruct, id: str) -> str:
+    """Record (and return) the path of ``child``, just created with ``id`` under ``parent``, the way ``constructs``
+    spells it (the parent's path, ``/``, the id with its separators as ``--``) instead of asking Node.js for it later."""
     parent_path = path_of(parent)
     own = _SEPARATORS.sub("--", id)
-    _PATHS[child] = f"{parent_path}/{own}" if parent_path else own
+    path = _PATHS[child] = f"{parent_path}/{own}" if parent_path else own
+    return path
 
 
 @jsii.implements(cdk.IStableStringProducer)
