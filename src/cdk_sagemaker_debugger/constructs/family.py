@@ -53,6 +53,7 @@ from ..model.errors import ConfigurationError, ConfigurationTypeError
 from ..model.job_family import check_job_name_prefix, check_pipeline_name, check_tag, family_label, job_name_pattern
 from ._cdk.checks import check_kind, key_prefix
 from ._cdk.images import concrete_region
+from ._cdk.lazy import path_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from aws_cdk import aws_stepfunctions as sfn
@@ -224,9 +225,9 @@ class TrainingJobs:
 
         :param job: the ProfiledTrainingJob whose runs these are (read, not kept).
         """
-        prefix = check_job_name_prefix(f"{job.job_name_prefix}-", where=job.node.path, from_job=job.job_name_prefix)
+        prefix = check_job_name_prefix(f"{job.job_name_prefix}-", where=path_of(job), from_job=job.job_name_prefix)
         profiler_bucket, profiler_prefix = _profiler_location(job)
-        origin = JobOrigin(path=job.node.path, region=concrete_region(job), arn_pattern=job.training_job_arn_pattern,
+        origin = JobOrigin(path=path_of(job), region=concrete_region(job), arn_pattern=job.training_job_arn_pattern,
                            instance_type=job.instance_type, rule_set=job.rule_set,
                            debugger_rules=job._engine.debugger_rule_list, state_machine=job.state_machine,
                            rule_report_location=job._engine.rule_report_location(),

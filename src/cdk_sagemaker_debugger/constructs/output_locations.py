@@ -13,6 +13,7 @@ by a physical role name it is given here).
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -25,6 +26,7 @@ from constructs import IConstruct
 from ..model.errors import ConfigurationError
 from ..model.parameters import is_token
 from ._cdk.layout import EVALUATOR_REPORT_FOLDER, EVALUATOR_STATE_FILE
+from ._cdk.lazy import path_of
 
 __all__ = ["EVALUATOR_KEY_WRITES", "evaluator_key_arns", "guard_evaluator_keys", "claim_output_location",
            "SHARED_OUTPUT_WARNING"]
@@ -109,19 +111,46 @@ class _Claim:
     what: str
 
 
+#: What each bucket claimed is known by (its name, or its path when the name is a token), found once per bucket.
+_IDENTITIES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def remember_bucket_identity(bucket: s3.IBucket, identity: str) -> None:
+    """What a bucket the library just created is known by, so that claiming it does not ask Node.js."""
+    _IDENTITIES[bucket] = identity
+
+
 def _bucket_identity(bucket: s3.IBucket) -> str:
-    name = cdk.Stack.of(bucket).resolve(bucket.bucket_name)
-    return name if isinstance(name, str) and not is_token(name) else f"bucket {bucket.node.path}"
+    identity = _IDENTITIES.get(bucket)
+    if identity is None:
+        name = cdk.Stack.of(bucket).resolve(bucket.bucket_name)
+        identity = name if isinstance(name, str) and not is_token(name) else f"bucket {path_of(bucket)}"
+        _IDENTITIES[bucket] = identity
+    return identity
+
+
+#: The root of each stack's construct tree, asked once per stack.
+_ROOTS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _root(scope: IConstruct, stack: cdk.Stack | None) -> IConstruct:
+    if stack is None:
+        return scope.node.root
+    root = _ROOTS.get(stack)
+    if root is None:
+        root = _ROOTS[stack] = stack.node.root
+    return root
 
 
 def claim_output_location(scope: IConstruct, *, bucket: s3.IBucket, prefix: str, names: str,
-                          roles: Sequence[str], what: str) -> None:
+                          roles: Sequence[str], what: str, stack: cdk.Stack | None = None) -> None:
     """Record that ``scope`` (a ProfiledTrainingJob's runs or pipeline runs, or a RuleEvaluator's family) uses the job
     folders ``<bucket>/<prefix>/<names>*`` with jobs running as ``roles``, and warn when a construct of another party
     (no role in common) uses overlapping folders: one party's training code could then write profiler files for the
-    other's runs, and read or replace its models, or the evaluator would judge the other's runs."""
-    claims: list[_Claim] = scope.node.root.__dict__.setdefault(_CLAIMS_ATTRIBUTE, [])
-    claim = _Claim(scope.node.path, _bucket_identity(bucket), prefix.strip("/"), names, frozenset(roles), what)
+    other's runs, and read or replace its models, or the evaluator would judge the other's runs. ``stack``, the stack
+    of ``scope`` when the caller holds it, saves asking for the root of the tree each time."""
+    claims: list[_Claim] = _root(scope, stack).__dict__.setdefault(_CLAIMS_ATTRIBUTE, [])
+    claim = _Claim(path_of(scope), _bucket_identity(bucket), prefix.strip("/"), names, frozenset(roles), what)
     for other in claims:
         if claim.roles & other.roles or other.bucket != claim.bucket or other.prefix != claim.prefix:
             continue

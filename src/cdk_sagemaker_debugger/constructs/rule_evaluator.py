@@ -33,7 +33,7 @@ from ._cdk.checks import check_kind, check_log_retention, check_reserved_concurr
 from ._cdk.compliance import acknowledge_compliance
 from ._cdk.lambda_function import runtime_function
 from ._cdk.layout import EVALUATOR_REPORT_FOLDER, EVALUATOR_STATE_FILE, EVALUATOR_STATE_TAG
-from ._cdk.lazy import LazyPath, lazy_string
+from ._cdk.lazy import LazyPath, lazy_string, remember_path
 from ._cdk.nag import KMS_KEY_FINDINGS, acknowledge_wildcards
 from ._removed_props import names_removed_props
 from .evaluator_mlflow import EvaluatorMlflow
@@ -158,7 +158,7 @@ class RuleEvaluator(Construct):
                 :class:`cdk_sagemaker_debugger.EvaluatorMlflow`). Default: None (no MLflow export).
         """
         super().__init__(scope, id)
-        where = self.node.path
+        where = remember_path(self, scope, id)  # from the scope's path, asked once per scope
         timeout_seconds = self._check_props(source, memory_size, timeout, where)
         reserved_concurrency = check_reserved_concurrency(reserved_concurrency, where=where)
         _check_kinds(where, event_bus=event_bus, log_retention=log_retention, metric_namespace=metric_namespace)

@@ -10,7 +10,8 @@ from constructs import IConstruct
 
 from ...model.parameters import is_token
 
-__all__ = ["Findings", "KMS_KEY_FINDINGS", "acknowledge", "acknowledge_wildcards", "finding_target"]
+__all__ = ["Findings", "KMS_KEY_FINDINGS", "acknowledge", "acknowledge_pairs", "acknowledge_wildcards",
+           "finding_target"]
 
 
 def finding_target(scope: IConstruct) -> cdk.CfnResource:
@@ -47,9 +48,15 @@ def acknowledge(scope: IConstruct, findings: dict[str, str], *, resource: cdk.Cf
     """Acknowledge cdk-nag / validation findings on the one resource behind ``scope`` (``resource`` when the caller
     holds it already), each with its specific reason: one call for all of them."""
     if findings:
-        _validations(resource if resource is not None else finding_target(scope)).acknowledge(
-            *(cdk.Acknowledgment(id=finding_id, reason=reason) for finding_id, reason in findings.items())
-        )
+        acknowledge_pairs(resource if resource is not None else finding_target(scope), list(findings.items()))
+
+
+def acknowledge_pairs(resource: cdk.CfnResource, pairs: list[tuple[str, str]]) -> None:
+    """Acknowledge each ``(finding id, reason)`` of ``pairs`` on ``resource``, in order, in one call (a finding id may
+    come twice, with two reasons, as two separate acknowledgements would record it)."""
+    if pairs:
+        _validations(resource).acknowledge(*(cdk.Acknowledgment(id=finding_id, reason=reason)
+                                             for finding_id, reason in pairs))
 
 
 #: ``Validations.of`` each resource acknowledged on, asked once (a resource is acknowledged on when it is made and again
@@ -129,12 +136,16 @@ def _finding_ids(findings: dict[str, str], spelled: dict[str, str]) -> dict[str,
 class Findings:
     """cdk-nag findings of the resources below one construct, collected while it is built and acknowledged in one
     batch per resource at the end (each acknowledgement is a round trip to jsii). After :meth:`flush`, findings are
-    acknowledged as they come (for grants made later, such as rules added after the construct)."""
+    acknowledged as they come (for grants made later, such as rules added after the construct).
+
+    :meth:`close` instead of :meth:`flush` keeps the batch, and what comes after it in order, for :meth:`take`: the
+    construct's compliance acknowledgements write them together with their own, one call per resource."""
 
     def __init__(self, scope: IConstruct, stack: cdk.Stack) -> None:
         self._scope = scope
         self._stack = stack
         self._pending: dict[str, dict[str, str]] | None = {}
+        self._queued: dict[str, list[tuple[str, str]]] | None = None
         self._resources: dict[str, cdk.CfnResource] = {}
 
     def register(self, target: str, resource: cdk.CfnResource) -> None:
@@ -150,7 +161,10 @@ class Findings:
         """Record ``findings`` (``Resource::...``, ``Action::...`` or finding ids, to reasons) of the resource at path
         ``target`` below the scope; a second reason for the same finding is appended to the first."""
         if self._pending is None:
-            self._acknowledge(target, findings)
+            if self._queued is None:
+                self._acknowledge(target, findings)
+            else:
+                self._queue(target, findings)
             return
         known = self._pending.setdefault(target, {})
         for finding, reason in findings.items():
@@ -160,21 +174,42 @@ class Findings:
     def flush(self) -> None:
         """Acknowledge what was collected: one call per resource, and one resolve for every tokenized resource of
         all of them."""
+        self.close()
+        for target, pairs in self.take().items():
+            acknowledge_pairs(self.resource(target), pairs)
+
+    def close(self) -> None:
+        """End the batch: what was collected (one resolve for every tokenized resource of it), and what comes until
+        :meth:`take`, waits for :meth:`take`."""
         pending, self._pending = self._pending, None
+        self._queued = {}
         if not pending:
             return
         tokenized = [target for grouped in pending.values() for target in _tokenized_resources(grouped)]
         spelled = _spell(tokenized, self._stack) if tokenized else {}
         for target, grouped in pending.items():
-            self._acknowledge(target, grouped, spelled)
+            self._queued.setdefault(target, []).extend(_finding_ids(grouped, spelled).items())
 
-    def _acknowledge(self, target: str, findings: dict[str, str], spelled: dict[str, str] | None = None) -> None:
+    def take(self) -> dict[str, list[tuple[str, str]]]:
+        """The ``(finding id, reason)`` pairs waiting since :meth:`close`, by target path, in the order they came; from
+        now on findings are acknowledged as they come."""
+        queued, self._queued = self._queued or {}, None
+        return queued
+
+    def resource(self, target: str) -> cdk.CfnResource:
+        """The CloudFormation resource at path ``target`` below the scope (registered, or looked up)."""
+        resource = self._resources.get(target)
+        return resource if resource is not None else finding_target(self._resource_at(target))
+
+    def _queue(self, target: str, findings: dict[str, str]) -> None:
+        tokenized = _tokenized_resources(findings)
+        spelled = _spell(tokenized, self._stack) if tokenized else {}
+        self._queued.setdefault(target, []).extend(_finding_ids(findings, spelled).items())  # type: ignore[union-attr]
+
+    def _acknowledge(self, target: str, findings: dict[str, str]) -> None:
         resource = self._resources.get(target)
         scope = resource if resource is not None else self._resource_at(target)
-        if spelled is None:
-            acknowledge_wildcards(scope, findings, stack=self._stack, resource=resource)
-        else:
-            acknowledge(scope, _finding_ids(findings, spelled), resource=resource)
+        acknowledge_wildcards(scope, findings, stack=self._stack, resource=resource)
 
     def _resource_at(self, path: str) -> IConstruct:
         node: IConstruct = self._scope

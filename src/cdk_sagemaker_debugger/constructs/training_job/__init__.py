@@ -294,7 +294,7 @@ class ProfiledTrainingJob(Construct):
     ) -> None:
         """Every prop is checked before the first resource exists; the props are documented on the class."""
         super().__init__(scope, id)
-        steps.start(self, scope)
+        steps.start(self, scope, id)
         props.check_identity(
             self, job_name_prefix=job_name_prefix, training_image=training_image, algorithm_name=algorithm_name,
             output_prefix=output_prefix, training_input_mode=training_input_mode, instance_type=instance_type,

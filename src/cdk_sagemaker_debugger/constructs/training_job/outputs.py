@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 from aws_cdk import aws_kms as kms
 from aws_cdk import aws_s3 as s3
 
+from .._cdk.lazy import path_of, remember_path
+from ..output_locations import remember_bucket_identity
 from ._shared import CONSTANTS
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -45,6 +47,8 @@ def create_output_bucket(job: JobParts, output_bucket: s3.IBucket | None, output
         versioned=True,
         minimum_tls_version=1.2,
     )
+    remember_path(bucket, job, "OutputBucket")  # type: ignore[arg-type]
+    remember_bucket_identity(bucket, f"bucket {path_of(bucket)}")  # no name given: the bucket is known by its path
     job._findings.register("OutputBucket", bucket.node.default_child)  # type: ignore[arg-type]
     job._findings.add("OutputBucket", {
         "AwsSolutions::AwsSolutions-S1": "Training outputs are written only by SageMaker through the execution "

@@ -30,6 +30,7 @@ def pipeline_step(job: JobParts, name: str, *, depends_on: Sequence[str] | None 
     if not getattr(job, "_pipeline_claimed", False):
         job._pipeline_claimed = True  # type: ignore[attr-defined]
         claim_output_location(job, bucket=job.output_bucket, prefix=job.output_prefix, names=PIPELINE_JOB_NAME_PREFIX,
-                              roles=[job.role.role_arn], what="the SageMaker Pipelines runs of the training job")
+                              roles=[job.role.role_arn], what="the SageMaker Pipelines runs of the training job",
+                              stack=job._stack)
     job._engine.grant_pipeline_runs()
     return step

@@ -23,7 +23,7 @@ from ...model.request.training import normalize_string_map
 from ...model.rule_engine import RuleEngine
 from .._cdk.compliance import acknowledge_compliance
 from .._cdk.images import concrete_region
-from .._cdk.lazy import LazyPath
+from .._cdk.lazy import LazyPath, remember_path
 from .._cdk.nag import Findings
 from ..output_locations import claim_output_location
 from ..rule_set import ProfilerRuleSet
@@ -48,7 +48,8 @@ from .props import (
 from .state_machine import create_launch, start_on_deploy
 
 
-def start(job: JobParts, scope: Construct) -> None:
+def start(job: JobParts, scope: Construct, id: str) -> None:
+    remember_path(job, scope, id)  # its path, from the scope's (asked once per scope), when it is needed
     job._where = LazyPath(job)  # each CDK call is a jsii round trip: the path is computed only for an error
     job._stack = scope if isinstance(scope, cdk.Stack) else cdk.Stack.of(job)
     job._region = concrete_region(job._stack)
@@ -100,7 +101,8 @@ def create_role_and_network(job: JobParts, role: iam.IRole | None, vpc: ec2.IVpc
     grant_job_locations(job)
     job._role_arn = job.role.role_arn
     claim_output_location(job, bucket=job.output_bucket, prefix=job.output_prefix,
-                          names=f"{job.job_name_prefix}-", roles=[job._role_arn], what="the training job")
+                          names=f"{job.job_name_prefix}-", roles=[job._role_arn], what="the training job",
+                          stack=job._stack)
     job.vpc, job.security_groups, job._subnet_ids = place_in_vpc(job, vpc, vpc_subnets, security_groups)
     job._security_group_ids = [sg.security_group_id for sg in job.security_groups]
     secure_cluster_network(job, created=not security_groups)
@@ -113,8 +115,7 @@ def launch(job: JobParts, evaluator: Any, run_on_deploy: bool) -> None:
     job.evaluator = job._engine.attach(evaluator)
     if "training_jobs" in job.__dict__:  # the family was taken before the evaluator existed
         job.training_jobs.origin.evaluator = job.evaluator  # type: ignore[union-attr]
-    job._findings.flush()
-    acknowledge_compliance(job, "ProfiledTrainingJob", known=job._findings.resources)
+    acknowledge_compliance(job, "ProfiledTrainingJob", findings=job._findings)  # with the cdk-nag ones, at synthesis
     job.deploy_trigger = start_on_deploy(job) if run_on_deploy else None
 
 def record_identity(job: JobParts, job_name_prefix: str, training_image: str | None, algorithm_name: str | None,
