@@ -603,7 +603,7 @@ def report_fanout(endpoint: str, s3: Any, args: argparse.Namespace) -> None:
         keeps_up = f["span"] < 60 and max(f["rss"], f["job_rss"]) < args.memory_mb
         print(f"{nodes:>5} {f['invocations']:>9.1f} {f['job_cpu']:>7.2f}s {f['job_rss']:>6.0f}MB "
               f"{f['shard_cpu']:>8.2f}s {f['rss']:>7.0f}MB {f['span']:>7.2f}s {f['span'] / baseline['span']:>7.1f}x "
-              f"{'yes' if keeps_up else 'NO':>8} {f['cost']:>10.4f} {f['cost'] / baseline['cost']:>7.1f}x")
+              f"{f['limited']:>6.1f}s {'yes' if keeps_up else 'NO':>8} {f['cost']:>10.4f} {f['cost'] / baseline['cost']:>7.1f}x")
     print("span/min: the longest minute's job run CPU plus its longest shard (shards run in parallel on Lambda; "
           "each invocation here ran in a process of its own, CPU from its rusage); span@5: the same with the default "
           "reserved concurrency of 5 (three shard invocations at a time); keeps up: span under 60 s and every "
