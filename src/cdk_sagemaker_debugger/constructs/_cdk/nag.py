@@ -105,9 +105,14 @@ def acknowledge_wildcards(scope: IConstruct, findings: dict[str, str], *, stack:
     resource may hold CDK tokens (it is spelled the way cdk-nag spells it). Keys that already are finding ids
     (``"AwsSolutions::..."``) pass through unchanged.
     """
+    acknowledge(scope, _spelled_ids(findings, lambda: stack or cdk.Stack.of(scope)), resource=resource)
+
+
+def _spelled_ids(findings: dict[str, str], stack_of) -> dict[str, str]:
+    """``findings`` by finding id, their tokenized resources spelled as cdk-nag spells them (``stack_of()`` is asked
+    for the stack only when some resource holds a token)."""
     tokenized = _tokenized_resources(findings)
-    spelled = _spell(tokenized, stack or cdk.Stack.of(scope)) if tokenized else {}
-    acknowledge(scope, _finding_ids(findings, spelled), resource=resource)
+    return _finding_ids(findings, _spell(tokenized, stack_of()) if tokenized else {})
 
 
 def _tokenized_resources(findings: dict[str, str]) -> list[str]:
@@ -202,9 +207,8 @@ class Findings:
         return resource if resource is not None else finding_target(self._resource_at(target))
 
     def _queue(self, target: str, findings: dict[str, str]) -> None:
-        tokenized = _tokenized_resources(findings)
-        spelled = _spell(tokenized, self._stack) if tokenized else {}
-        self._queued.setdefault(target, []).extend(_finding_ids(findings, spelled).items())  # type: ignore[union-attr]
+        ids = _spelled_ids(findings, lambda: self._stack)
+        self._queued.setdefault(target, []).extend(ids.items())  # type: ignore[union-attr]
 
     def _acknowledge(self, target: str, findings: dict[str, str]) -> None:
         resource = self._resources.get(target)
