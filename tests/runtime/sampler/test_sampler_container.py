@@ -129,7 +129,11 @@ def test_an_image_with_its_own_pythonpath_and_sitecustomize_keeps_both(bundle_zi
     (image / "imagelib.py").write_text("VALUE = 'from the image'\n")
     (image / "sitecustomize.py").write_text("import sys\nsys.stderr.write('image sitecustomize ran\\n')\n")
     local = tmp_path / "local"
-    script = "import imagelib\n" + TRAIN + "print(imagelib.VALUE)\n"
+    # The training waits (at most 30 s) for the sampler's first sample: on a loaded machine the sampler may start
+    # after a 0.6 s training has ended, and then rightly samples nothing.
+    first_sample = (f"import glob, time\nend = time.monotonic() + 30\nwhile not glob.glob({str(local)!r} + "
+                    "'/.partial/*.json') and time.monotonic() < end:\n    time.sleep(0.05)\n")
+    script = "import imagelib\n" + first_sample + TRAIN + "print(imagelib.VALUE)\n"
     result = run([sys.executable, "-c", script], job_env(bundle_zip, local, python_path=str(image)), tmp_path)
     assert result.returncode == 0 and result.stdout == "trained\nfrom the image\n"
     assert result.stderr == "image sitecustomize ran\n"
