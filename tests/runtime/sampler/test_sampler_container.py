@@ -18,6 +18,7 @@ import pytest
 from sampler_fakes import bundle_zip as make_bundle_zip
 
 from cdk_sagemaker_debugger.constructs.sampler import Sampler
+from cdk_sagemaker_debugger.runtime.sampler.layout import PARTIAL_DIR
 from cdk_sagemaker_debugger.runtime.sampler.lock import holder_pid
 
 CHANNEL = "/opt/ml/input/data/cdk-sagemaker-sampler"
@@ -131,8 +132,9 @@ def test_an_image_with_its_own_pythonpath_and_sitecustomize_keeps_both(bundle_zi
     local = tmp_path / "local"
     # The training waits (at most 30 s) for the sampler's first sample: on a loaded machine the sampler may start
     # after a 0.6 s training has ended, and then rightly samples nothing.
-    first_sample = (f"import glob, time\nend = time.monotonic() + 30\nwhile not glob.glob({str(local)!r} + "
-                    "'/.partial/*.json') and time.monotonic() < end:\n    time.sleep(0.05)\n")
+    pattern = str(local / PARTIAL_DIR / "*.json")
+    first_sample = (f"import glob, time\nend = time.monotonic() + 30\nwhile not glob.glob({pattern!r}) and "
+                    "time.monotonic() < end:\n    time.sleep(0.05)\n")
     script = "import imagelib\n" + first_sample + TRAIN + "print(imagelib.VALUE)\n"
     result = run([sys.executable, "-c", script], job_env(bundle_zip, local, python_path=str(image)), tmp_path)
     assert result.returncode == 0 and result.stdout == "trained\nfrom the image\n"
